@@ -1,0 +1,85 @@
+"""The controlled tag taxonomy (prompts/taxonomy.yaml): facets of tags, each with a label and synonyms."""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.errors import ConfigError
+
+
+class Tag(BaseModel):
+    """One taxonomy entry: a stable id, a human label, and the phrasings that mean it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str = Field(pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+    label: str
+    synonyms: tuple[str, ...] = ()
+
+
+class Facet(BaseModel):
+    """A group of tags: method family, task, contribution type, ..."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str
+    label: str
+    tags: tuple[Tag, ...]
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[\s_\-/]+", " ", name.strip().lower())
+
+
+class Taxonomy(BaseModel):
+    """The whole taxonomy, with lookups from any id, label or synonym to a tag id."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    version: int
+    facets: tuple[Facet, ...]
+
+    @cached_property
+    def tags(self) -> dict[str, Tag]:
+        """Tag id -> Tag, across facets."""
+        return {t.id: t for f in self.facets for t in f.tags}
+
+    @cached_property
+    def facet_of(self) -> dict[str, str]:
+        """Tag id -> facet id."""
+        return {t.id: f.id for f in self.facets for t in f.tags}
+
+    @cached_property
+    def _lookup(self) -> dict[str, str]:
+        table: dict[str, str] = {}
+        for tag in self.tags.values():
+            for name in (tag.id, tag.label, *tag.synonyms):
+                table.setdefault(_key(name), tag.id)
+        return table
+
+    def resolve(self, name: str) -> str | None:
+        """The tag id that `name` (an id, label or synonym, any case) denotes, or None."""
+        return self._lookup.get(_key(name))
+
+    @property
+    def ids(self) -> list[str]:
+        """All tag ids in file order."""
+        return list(self.tags)
+
+
+def load_taxonomy(path: Path) -> Taxonomy:
+    """Read and validate a taxonomy YAML file; duplicate ids are an error."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        tax = Taxonomy.model_validate(data)
+    except (OSError, yaml.YAMLError, ValueError) as exc:
+        raise ConfigError(f"cannot load taxonomy {path}: {exc}") from exc
+    seen: set[str] = set()
+    for facet in tax.facets:
+        for tag in facet.tags:
+            if tag.id in seen:
+                raise ConfigError(f"taxonomy {path}: duplicate tag id {tag.id!r}")
+            seen.add(tag.id)
+    return tax

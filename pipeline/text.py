@@ -1,0 +1,104 @@
+"""Text helpers shared by ingest, validators and the offline extractor: whitespace, sentences, numbers, spans."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+_WS = re.compile(r"\s+")
+
+# A number as written: 5.14, 1,000, 0.5, 12; no sign (signs live in the surrounding text).
+NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?")
+
+# Sentence boundary: end punctuation, optional closing quote/bracket, whitespace, then an
+# opening capital/digit/quote/bracket/$ . Guards against "e.g. the", "et al. 2020", "Fig. 3", "vs. X".
+_ABBREV = re.compile(
+    r"(?:\b(?:e\.g|i\.e|et al|etc|vs|cf|Fig|Figs|Eq|Eqs|Sec|Tab|approx|resp|Dr|Prof|No|Nos|al)\.)$",
+    re.IGNORECASE,
+)
+_BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[$]?[A-Z0-9\u4e00-\u9fff])")
+
+
+def normalize_ws(text: str) -> str:
+    """Collapse every run of whitespace to one space and strip the ends."""
+    return _WS.sub(" ", text).strip()
+
+
+def text_hash(text: str) -> str:
+    """Stable 16-hex id of a text after whitespace and Unicode (NFC) normalization."""
+    norm = unicodedata.normalize("NFC", normalize_ws(text))
+    return hashlib.sha256(norm.encode("utf-8")).hexdigest()[:16]
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split prose into sentences; abbreviation- and decimal-aware, good enough for abstracts."""
+    text = normalize_ws(text)
+    if not text:
+        return []
+    out: list[str] = []
+    start = 0
+    for m in _BOUNDARY.finditer(text):
+        candidate = text[start : m.start()].rstrip()
+        if _ABBREV.search(candidate):
+            continue
+        if candidate:
+            out.append(candidate)
+        start = m.end()
+    tail = text[start:].strip()
+    if tail:
+        out.append(tail)
+    return out
+
+
+def numbers_in(text: str) -> list[str]:
+    """Numbers written in a text, canonicalized (thousands separators dropped), in order."""
+    return [m.group(0).replace(",", "") for m in NUMBER_RE.finditer(text)]
+
+
+def canonical_number(value: str) -> str | None:
+    """The first number inside a value string like '+5.14%' or '1,024', or None."""
+    found = numbers_in(value)
+    return found[0] if found else None
+
+
+def find_span(haystack: str, needle: str) -> tuple[int, int] | None:
+    """Character span of `needle` in `haystack`, matching with whitespace normalized; None if absent."""
+    norm_needle = normalize_ws(needle)
+    if not norm_needle:
+        return None
+    # Build the whitespace-normalized haystack with a map back to original offsets.
+    chars: list[str] = []
+    index: list[int] = []
+    prev_space = True
+    for i, ch in enumerate(haystack):
+        if ch.isspace():
+            if not prev_space:
+                chars.append(" ")
+                index.append(i)
+            prev_space = True
+        else:
+            chars.append(ch)
+            index.append(i)
+            prev_space = False
+    norm_hay = "".join(chars)
+    pos = norm_hay.find(norm_needle)
+    if pos < 0:
+        return None
+    end = pos + len(norm_needle) - 1
+    return index[pos], index[end] + 1
+
+
+_DISPLAY_SUBS = [
+    (re.compile(r"\$\\text(?:it|bf|rm|tt)\{([^{}]*)\}\$"), r"\1"),
+    (re.compile(r"\\text(?:it|bf|rm|tt)\{([^{}]*)\}"), r"\1"),
+    (re.compile(r"``([^`']*)''"), "\u201c\\1\u201d"),
+    (re.compile(r"(?<![\w*])\*([^*\n]+)\*(?![\w*])"), r"\1"),
+]
+
+
+def display_text(text: str) -> str:
+    """LaTeX-ish markup normalized for display only; grounding always uses the original text."""
+    for pattern, repl in _DISPLAY_SUBS:
+        text = pattern.sub(repl, text)
+    return text
