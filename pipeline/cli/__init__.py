@@ -1,0 +1,48 @@
+"""The `digest` command: the only place that prints and turns errors into exit codes.
+
+Exit codes: 0 all ok; 1 some records failed (everything still written); 2 bad input or
+config; 3 the backend refused the run (bad key, unknown model); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+
+import click
+
+from pipeline import __version__
+from pipeline.errors import PipelineError
+
+# Each module registers its subcommands on `main` when imported.
+COMMAND_MODULES = ["run", "evaluate", "report"]
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context):  # noqa: D102
+        try:
+            return super().invoke(ctx)
+        except PipelineError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="digest")
+@click.option("-v", "--verbose", count=True, help="More logging on stderr (-vv for debug).")
+def main(verbose: int) -> None:
+    """abstract-digest: research-paper abstracts into validated TL;DRs, method tags and claims."""
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+
+
+for _name in COMMAND_MODULES:
+    try:
+        importlib.import_module(f"pipeline.cli.{_name}")
+    except ModuleNotFoundError as _exc:  # a command module not written yet must not break the rest
+        if _exc.name != f"pipeline.cli.{_name}":
+            raise
