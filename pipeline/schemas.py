@@ -19,6 +19,10 @@ MAX_KEYWORDS = 5
 MAX_CLAIMS = 12
 
 
+class GroundingError(ValueError):
+    """The output states something the abstract (or taxonomy) does not support."""
+
+
 def _abstract(info: ValidationInfo) -> str | None:
     ctx = info.context or {}
     return ctx.get("abstract")
@@ -46,7 +50,7 @@ class TldrOutput(BaseModel):
             known = set(numbers_in(abstract))
             foreign = [n for n in numbers_in(value) if n not in known]
             if foreign:
-                raise ValueError(f"tldr contains numbers not in the abstract: {', '.join(foreign)}")
+                raise GroundingError(f"tldr contains numbers not in the abstract: {', '.join(foreign)}")
         return value
 
 
@@ -72,7 +76,7 @@ class TagsOutput(BaseModel):
             elif tag_id not in out:
                 out.append(tag_id)
         if unknown:
-            raise ValueError(f"tags not in the taxonomy: {', '.join(map(repr, unknown))}")
+            raise GroundingError(f"tags not in the taxonomy: {', '.join(map(repr, unknown))}")
         if not out:
             raise ValueError("at least one taxonomy tag is required")
         if len(out) > MAX_TAGS:
@@ -124,12 +128,12 @@ class Claim(BaseModel):
         if self.value:
             number = canonical_number(self.value)
             if number is not None and number not in numbers_in(self.evidence):
-                raise ValueError(f"value {self.value!r} does not occur in its evidence")
+                raise GroundingError(f"value {self.value!r} does not occur in its evidence")
         abstract = _abstract(info)
         if abstract is not None:
             span = find_span(abstract, self.evidence)
             if span is None:
-                raise ValueError(
+                raise GroundingError(
                     f"evidence is not verbatim in the abstract: {self.evidence[:80]!r}"
                 )
             self.span = span

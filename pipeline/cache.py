@@ -1,0 +1,137 @@
+"""Append-only JSONL cache of validated stage outputs, shared by all runs, indexed by key.
+
+One file per stage (`<cache_dir>/<stage>.jsonl`). Each line starts with `{"key":"<64 hex>"`
+so the index is built without parsing JSON; only offsets are kept in memory, so a cache of
+millions of records costs a few dozen MB. Writes are one `os.write` per record on an
+O_APPEND descriptor under an exclusive lock, so concurrent runs cannot interleave lines and
+a SIGKILL loses at most the line being written (skipped with a warning on the next load).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+_PREFIX = b'{"key":"'
+_KEY_LEN = 64
+
+
+def cache_key(
+    *,
+    stage: str,
+    prompt_hash: str,
+    schema_version: int,
+    backend: str,
+    model: str,
+    params: dict[str, Any],
+    abstract_text: str,
+) -> str:
+    """sha256 of canonical JSON of everything that determines a stage's output."""
+    payload = {
+        "stage": stage,
+        "prompt": prompt_hash,
+        "schema": schema_version,
+        "backend": backend,
+        "model": model,
+        "params": params,
+        "text": hashlib.sha256(abstract_text.encode("utf-8")).hexdigest(),
+    }
+    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class StageCache:
+    """The cache file of one stage: offset index in memory, records read on demand."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        self._reader = open(path, "rb")  # noqa: SIM115 - lives as long as the cache
+        self.index: dict[str, int] = {}
+        self.torn_lines = 0
+        self._load()
+
+    def _load(self) -> None:
+        offset = 0
+        last_line_complete = True
+        for line in self._reader:
+            complete = line.endswith(b"\n")
+            if line.startswith(_PREFIX) and complete and len(line) > len(_PREFIX) + _KEY_LEN:
+                key = line[len(_PREFIX) : len(_PREFIX) + _KEY_LEN].decode("ascii", "replace")
+                self.index[key] = offset
+            elif line.strip():
+                self.torn_lines += 1
+                log.warning("%s: skipped a torn or foreign line at byte %d", self.path, offset)
+            offset += len(line)
+            last_line_complete = complete
+        if not last_line_complete:
+            # Terminate the torn tail so the next append starts on a fresh line.
+            with _locked(self._fd):
+                os.write(self._fd, b"\n")
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.index
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The cached record for `key`, or None (a record that fails to parse counts as absent)."""
+        offset = self.index.get(key)
+        if offset is None:
+            return None
+        self._reader.seek(offset)
+        try:
+            return json.loads(self._reader.readline())
+        except json.JSONDecodeError:
+            log.warning("%s: unreadable record at byte %d; recomputing", self.path, offset)
+            del self.index[key]
+            return None
+
+    def put(self, key: str, record: dict[str, Any]) -> None:
+        """Append one record (flushed to the OS immediately) and index it."""
+        body = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        line = _PREFIX + key.encode("ascii") + b'",' + body[1:].encode("utf-8") + b"\n"
+        with _locked(self._fd):
+            offset = os.lseek(self._fd, 0, os.SEEK_END)
+            os.write(self._fd, line)
+        self.index[key] = offset
+
+    def close(self) -> None:
+        """Release the file handles."""
+        self._reader.close()
+        os.close(self._fd)
+
+
+class _locked:
+    """Exclusive advisory lock around one append, so concurrent runs never interleave lines."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def __enter__(self) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: object) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+
+class Cache:
+    """All stage caches under one directory."""
+
+    def __init__(self, cache_dir: Path, stages: tuple[str, ...]) -> None:
+        self.dir = cache_dir
+        self.stages = {name: StageCache(cache_dir / f"{name}.jsonl") for name in stages}
+
+    def close(self) -> None:
+        """Close every stage file."""
+        for stage_cache in self.stages.values():
+            stage_cache.close()

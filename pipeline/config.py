@@ -1,0 +1,132 @@
+"""Settings: config.yaml + environment + flags, merged once into one frozen object passed down."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from pipeline.errors import ConfigError
+
+STAGES = ("tldr", "tags", "claims")
+DEFAULT_CONFIG_FILE = Path("config.yaml")
+PACKAGE_PROMPTS_DIR = Path(__file__).resolve().parents[1] / "prompts"
+
+# Environment variables read (secrets only from here, never from files or flags).
+ENV_API_KEY = "OPENAI_API_KEY"
+ENV_BASE_URL = "OPENAI_BASE_URL"
+ENV_MODEL = "DIGEST_MODEL"
+ENV_PROVIDER = "DIGEST_PROVIDER"
+
+
+class Settings(BaseModel):
+    """Everything a run needs to know, immutable once built."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    provider: Literal["auto", "openai", "offline"] = "auto"
+    model: str = "gpt-4o-mini"
+    base_url: str | None = None
+    api_key: SecretStr | None = Field(default=None, repr=False, exclude=True)
+    response_format: Literal["json_schema", "json_object"] = "json_schema"
+    temperature: float = 0.0
+    max_tokens: int = Field(default=1024, ge=16)
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_concurrency: int = Field(default=16, ge=1, le=4096)
+    requests_per_minute: int | None = Field(default=None, ge=1)
+    tokens_per_minute: int | None = Field(default=None, ge=1)
+    max_retries: int = Field(default=6, ge=0, description="transport retries per request")
+    max_reasks: int = Field(default=2, ge=0, description="content re-asks per stage")
+    stages: tuple[str, ...] = STAGES
+    prompts_dir: Path = PACKAGE_PROMPTS_DIR
+    cache_dir: Path = Path("outputs/cache")
+    out_dir: Path | None = None
+    outputs_root: Path = Path("outputs")
+    force: bool = False
+    progress: bool = True
+
+    @field_validator("stages", mode="before")
+    @classmethod
+    def _known_stages(cls, value: Any) -> tuple[str, ...]:
+        if isinstance(value, str):
+            value = [s.strip() for s in value.split(",") if s.strip()]
+        unknown = [s for s in value if s not in STAGES]
+        if unknown:
+            raise ValueError(f"unknown stage(s) {unknown}; choose from {', '.join(STAGES)}")
+        if not value:
+            raise ValueError("at least one stage is required")
+        return tuple(s for s in STAGES if s in value)
+
+    @property
+    def resolved_provider(self) -> Literal["openai", "offline"]:
+        """`auto` becomes `openai` when a key or base_url is configured, else `offline`."""
+        if self.provider != "auto":
+            return self.provider
+        return "openai" if (self.api_key is not None or self.base_url) else "offline"
+
+    @property
+    def generation_params(self) -> dict[str, Any]:
+        """Parameters that change what a model answers; part of every cache key."""
+        if self.resolved_provider == "offline":
+            return {}
+        return {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "response_format": self.response_format,
+        }
+
+    @property
+    def model_name(self) -> str:
+        """The model recorded in provenance (the offline backend names its extractor version)."""
+        return self.model if self.resolved_provider == "openai" else "offline-heuristics"
+
+    def public_dict(self) -> dict[str, Any]:
+        """Settings for the manifest: no secrets, paths as strings."""
+        data = self.model_dump(mode="json", exclude={"api_key"})
+        data["resolved_provider"] = self.resolved_provider
+        data["api_key_set"] = self.api_key is not None
+        return data
+
+
+def load_settings(
+    config_path: Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Merge config.yaml (if any), then environment, then explicit overrides (flags)."""
+    env = os.environ if env is None else env
+    data: dict[str, Any] = {}
+    path = config_path or (DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.exists() else None)
+    if config_path is not None and not config_path.exists():
+        raise ConfigError(f"config file not found: {config_path}")
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"cannot read {path}: {exc}") from exc
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{path}: expected a mapping of settings")
+        if "api_key" in loaded:
+            raise ConfigError(f"{path}: api_key must come from ${ENV_API_KEY}, not a file")
+        data.update(loaded)
+    if env.get(ENV_API_KEY):
+        data["api_key"] = env[ENV_API_KEY]
+    if env.get(ENV_BASE_URL):
+        data["base_url"] = env[ENV_BASE_URL]
+    if env.get(ENV_MODEL):
+        data["model"] = env[ENV_MODEL]
+    if env.get(ENV_PROVIDER):
+        data["provider"] = env[ENV_PROVIDER]
+    data.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'config'}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigError(f"invalid settings: {problems}") from exc

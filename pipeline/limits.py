@@ -1,0 +1,100 @@
+"""Run-wide request limits: concurrency, requests/tokens per minute, and shared 429 back-off."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from contextlib import asynccontextmanager
+from typing import AsyncIterator
+
+
+class TokenBucket:
+    """Refills at `rate_per_min / 60` per second; holds at most `burst_s` seconds' worth.
+
+    A small burst window means a fresh run cannot spend a whole minute's budget at once.
+    """
+
+    def __init__(self, rate_per_min: float, *, burst_s: float = 1.0, min_capacity: float = 1.0):
+        self.rate = rate_per_min / 60.0
+        self.capacity = max(min_capacity, self.rate * burst_s)
+        self.tokens = self.capacity
+        self.updated = time.monotonic()
+        self._lock = asyncio.Lock()
+
+    def _refill(self) -> None:
+        now = time.monotonic()
+        self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.rate)
+        self.updated = now
+
+    async def take(self, amount: float) -> None:
+        """Wait until `amount` is available, then spend it (amounts above capacity wait for a full bucket)."""
+        amount = min(amount, self.capacity)
+        async with self._lock:
+            while True:
+                self._refill()
+                if self.tokens >= amount:
+                    self.tokens -= amount
+                    return
+                await asyncio.sleep((amount - self.tokens) / self.rate)
+
+    def refund(self, amount: float) -> None:
+        """Give back an over-estimate once the real usage is known."""
+        self._refill()
+        self.tokens = min(self.capacity, self.tokens + amount)
+
+
+class Limiter:
+    """Every backend request goes through `slot()`: one place enforces all limits."""
+
+    def __init__(
+        self,
+        *,
+        max_concurrency: int,
+        requests_per_minute: int | None = None,
+        tokens_per_minute: int | None = None,
+        max_request_tokens: int = 4096,
+    ) -> None:
+        self._sem = asyncio.Semaphore(max_concurrency)
+        self._rpm = TokenBucket(requests_per_minute) if requests_per_minute else None
+        self._tpm = (
+            TokenBucket(tokens_per_minute, min_capacity=max_request_tokens)
+            if tokens_per_minute
+            else None
+        )
+        self._pause_until = 0.0
+        self.backoffs = 0
+
+    def backoff(self, seconds: float) -> None:
+        """Pause every new request of the run (after a 429), not just the one that got it."""
+        until = time.monotonic() + max(0.0, seconds)
+        if until > self._pause_until:
+            self._pause_until = until
+            self.backoffs += 1
+
+    async def _wait_pause(self) -> None:
+        while (delay := self._pause_until - time.monotonic()) > 0:
+            await asyncio.sleep(delay)
+
+    @asynccontextmanager
+    async def slot(self, est_tokens: int) -> AsyncIterator[_Usage]:
+        """Hold a concurrency slot and spend rate budget for one request."""
+        async with self._sem:
+            await self._wait_pause()
+            if self._rpm:
+                await self._rpm.take(1)
+            if self._tpm:
+                await self._tpm.take(est_tokens)
+            usage = _Usage(est_tokens)
+            yield usage
+            if self._tpm and usage.actual is not None and usage.actual < est_tokens:
+                self._tpm.refund(est_tokens - usage.actual)
+
+
+class _Usage:
+    """Lets the caller report the real token count of the request it made."""
+
+    __slots__ = ("estimate", "actual")
+
+    def __init__(self, estimate: int) -> None:
+        self.estimate = estimate
+        self.actual: int | None = None

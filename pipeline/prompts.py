@@ -1,0 +1,55 @@
+"""Prompt templates: small YAML files in prompts/, validated, rendered and hashed by content."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from pipeline.errors import ConfigError
+
+
+def content_hash(data: Any) -> str:
+    """sha256 (16 hex) of canonical JSON: sorted keys, compact separators."""
+    blob = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+class PromptTemplate(BaseModel):
+    """A stage's system + user messages, and the re-ask message sent after a rejected answer."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    system: str
+    user: str
+    reask: str
+
+    def render(self, abstract: str, **fields: str) -> list[dict[str, str]]:
+        """Chat messages for one abstract; the abstract is delimited as data."""
+        system = self.system
+        for key, value in fields.items():
+            system = system.replace("{" + key + "}", value)
+        # The abstract must not be able to close its own delimiter.
+        safe = abstract.replace("</abstract>", "&lt;/abstract&gt;")
+        return [
+            {"role": "system", "content": system.strip()},
+            {"role": "user", "content": self.user.replace("{abstract}", safe).strip()},
+        ]
+
+    def render_reask(self, error: str) -> str:
+        """The follow-up user message that feeds a validation error back to the model."""
+        return self.reask.replace("{error}", error).strip()
+
+
+def load_template(prompts_dir: Path, name: str) -> PromptTemplate:
+    """Load prompts/<name>.yaml."""
+    path = prompts_dir / f"{name}.yaml"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return PromptTemplate.model_validate(data)
+    except (OSError, yaml.YAMLError, ValidationError) as exc:
+        raise ConfigError(f"cannot load prompt template {path}: {exc}") from exc
