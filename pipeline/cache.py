@@ -64,7 +64,8 @@ class StageCache:
         last_line_complete = True
         for line in self._reader:
             complete = line.endswith(b"\n")
-            if line.startswith(_PREFIX) and complete and len(line) > len(_PREFIX) + _KEY_LEN:
+            # A record ends with "}\n"; a line torn by a kill (then newline-terminated) does not.
+            if line.startswith(_PREFIX) and line.endswith(b"}\n") and len(line) > len(_PREFIX) + _KEY_LEN:
                 key = line[len(_PREFIX) : len(_PREFIX) + _KEY_LEN].decode("ascii", "replace")
                 self.index[key] = offset
             elif line.strip():

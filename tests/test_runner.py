@@ -1,0 +1,143 @@
+"""Runner semantics with a scripted in-process backend: re-asks, failures, cache, fatal stop."""
+
+import asyncio
+import json
+import shutil
+
+import pytest
+
+from pipeline.backends import Completion
+from pipeline.cache import Cache
+from pipeline.config import PACKAGE_PROMPTS_DIR, load_settings
+from pipeline.errors import BackendError, FatalBackendError
+from pipeline.ingest import Abstract
+from pipeline.outputs import RunWriter
+from pipeline.runner import Runner
+from pipeline.stages import build_stages
+from pipeline.taxonomy import load_taxonomy
+
+TEXT = "We propose Foo, a transformer for parsing. Foo improves F1 by 2.5 points on PTB over prior parsers."
+GOOD = {
+    "tldr": {"tldr": "Foo is a transformer parser that improves F1 on PTB."},
+    "claims": {"claims": [{"statement": "Foo improves F1.", "kind": "quantitative", "metric": "F1", "value": "2.5", "unit": "points", "dataset": "PTB", "comparison": "prior parsers", "evidence": "Foo improves F1 by 2.5 points on PTB"}]},
+}
+UNGROUNDED = {"claims": [{**GOOD["claims"]["claims"][0], "value": "3.5", "evidence": "Foo improves F1 by 3.5 points on PTB"}]}
+
+
+class Scripted:
+    """A backend that answers from a per-stage script and records every request."""
+
+    name = "scripted"
+    model = "script-1"
+    can_reask = True
+
+    def __init__(self, script):
+        self.script = {k: list(v) for k, v in script.items()}
+        self.requests = []
+
+    async def complete(self, stage, abstract, messages):
+        self.requests.append((stage.name, messages))
+        item = self.script[stage.name].pop(0) if len(self.script[stage.name]) > 1 else self.script[stage.name][0]
+        if isinstance(item, Exception):
+            raise item
+        if isinstance(item, Completion):
+            return item
+        return Completion(content=json.dumps(item), tokens_in=10, tokens_out=5)
+
+    async def aclose(self):
+        pass
+
+
+@pytest.fixture
+def prompts(tmp_path):
+    d = tmp_path / "prompts"
+    d.mkdir()
+    for name in ("tldr", "claims"):
+        shutil.copy(PACKAGE_PROMPTS_DIR / f"{name}.yaml", d)
+    (d / "taxonomy.yaml").write_text("version: 1\nfacets:\n  - id: method\n    label: Method\n    tags:\n      - {id: transformers, label: Transformers}\n")
+    return d
+
+
+def run(tmp_path, prompts, backend, *, max_reasks=2, force=False, out="run"):
+    settings = load_settings(None, env={}, overrides={"stages": "tldr,claims", "max_reasks": max_reasks, "force": force, "progress": False})
+    taxonomy = load_taxonomy(prompts / "taxonomy.yaml")
+    stages = build_stages(settings.stages, prompts, taxonomy)
+    cache = Cache(tmp_path / "cache", settings.stages)
+    writer = RunWriter(tmp_path / out)
+    runner = Runner(settings=settings, stages=stages, backend=backend, cache=cache, writer=writer)
+    try:
+        stats = asyncio.run(runner.run([Abstract("id1", TEXT)]))
+    finally:
+        writer.close()
+        cache.close()
+    records = [json.loads(line) for line in (tmp_path / out / "summaries.jsonl").read_text().splitlines()]
+    errors = [json.loads(line) for line in (tmp_path / out / "errors.jsonl").read_text().splitlines()]
+    return stats, records, errors
+
+
+def test_reask_feeds_the_validation_error_back_and_succeeds(tmp_path, prompts):
+    backend = Scripted({"tldr": [GOOD["tldr"]], "claims": [UNGROUNDED, GOOD["claims"]]})
+    stats, records, errors = run(tmp_path, prompts, backend)
+    claims = records[0]["stages"]["claims"]
+    assert claims["status"] == "ok"
+    assert claims["provenance"]["attempts"] == 2
+    assert claims["provenance"]["tokens_in"] == 20  # summed over attempts
+    reask = [m for s, m in backend.requests if s == "claims"][1]
+    assert reask[-2] == {"role": "assistant", "content": json.dumps(UNGROUNDED)}
+    assert "evidence is not verbatim in the abstract" in reask[-1]["content"]
+    assert claims["output"]["claims"][0]["span"] == [TEXT.index("Foo improves F1"), TEXT.index(" on PTB over") + len(" on PTB")]
+    assert errors == []
+
+
+def test_content_failure_after_max_reasks_is_recorded_with_raw_output(tmp_path, prompts):
+    backend = Scripted({"tldr": [GOOD["tldr"]], "claims": [UNGROUNDED]})
+    stats, records, errors = run(tmp_path, prompts, backend, max_reasks=1)
+    assert records[0]["stages"]["claims"]["status"] == "failed"
+    assert records[0]["stages"]["tldr"]["status"] == "ok"
+    assert len([1 for s, _ in backend.requests if s == "claims"]) == 2
+    assert len(errors) == 1 and errors[0]["stage"] == "claims" and errors[0]["kind"] == "ungrounded"
+    assert errors[0]["raw"] == json.dumps(UNGROUNDED)
+    assert stats.stages["claims"].failed == 1 and stats.failed_stages == 1
+
+
+@pytest.mark.parametrize(
+    ("completion", "kind"),
+    [
+        (Completion(content=None, refusal="I can't help with that."), "refusal"),
+        (Completion(content='{"tldr": "Foo is', finish_reason="length"), "truncated"),
+        (Completion(content='{"tldr": "Foo is'), "invalid_json"),
+        (Completion(content='{"summary": "x"}'), "schema"),
+    ],
+)
+def test_content_failure_kinds(tmp_path, prompts, completion, kind):
+    backend = Scripted({"tldr": [completion], "claims": [GOOD["claims"]]})
+    _, records, errors = run(tmp_path, prompts, backend, max_reasks=1)
+    assert records[0]["stages"]["tldr"]["error"]["kind"] == kind
+    assert [e["kind"] for e in errors] == [kind]
+
+
+def test_transport_failure_is_not_reasked(tmp_path, prompts):
+    backend = Scripted({"tldr": [BackendError("server_error after 7 attempts", kind="server_error")], "claims": [GOOD["claims"]]})
+    _, records, errors = run(tmp_path, prompts, backend)
+    assert len([1 for s, _ in backend.requests if s == "tldr"]) == 1
+    assert errors[0]["kind"] == "server_error"
+
+
+def test_second_run_is_served_from_cache_with_zero_calls(tmp_path, prompts):
+    first = Scripted({"tldr": [GOOD["tldr"]], "claims": [GOOD["claims"]]})
+    _, records1, _ = run(tmp_path, prompts, first, out="a")
+    second = Scripted({"tldr": [RuntimeError("must not be called")], "claims": [RuntimeError("no")]})
+    stats, records2, _ = run(tmp_path, prompts, second, out="b")
+    assert second.requests == []
+    assert stats.stages["tldr"].cache_hits == 1
+    assert records2[0]["stages"]["claims"]["output"] == records1[0]["stages"]["claims"]["output"]
+    assert records2[0]["stages"]["tldr"]["provenance"]["cached"] is True
+    forced = Scripted({"tldr": [GOOD["tldr"]], "claims": [GOOD["claims"]]})
+    run(tmp_path, prompts, forced, force=True, out="c")
+    assert len(forced.requests) == 2
+
+
+def test_fatal_error_stops_the_run(tmp_path, prompts):
+    backend = Scripted({"tldr": [FatalBackendError("bad key")], "claims": [GOOD["claims"]]})
+    with pytest.raises(FatalBackendError, match="bad key"):
+        run(tmp_path, prompts, backend)

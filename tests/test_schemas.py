@@ -1,0 +1,93 @@
+import pytest
+from pydantic import ValidationError
+
+from pipeline.schemas import ClaimsOutput, TagsOutput, TldrOutput, llm_json_schema
+from pipeline.taxonomy import Facet, Tag, Taxonomy
+
+ABSTRACT = (
+    "We present DR-GGAD for graph anomaly detection.  On 8 benchmark target graphs, it achieves new SOTA: "
+    "mean AUROC +5.14% over the best prior GGAD, with large gains on high-AnD datasets (Facebook +12.59%, ACM +9.96%)."
+)
+TAX = Taxonomy(
+    version=1,
+    facets=(
+        Facet(id="method", label="Method", tags=(Tag(id="graph-neural-networks", label="Graph neural networks", synonyms=("GNN",)),)),
+        Facet(id="task", label="Task", tags=(Tag(id="anomaly-detection", label="Anomaly detection"),)),
+    ),
+)
+CTX = {"abstract": ABSTRACT, "taxonomy": TAX}
+
+
+def claim(**overrides):
+    base = dict(statement="DR-GGAD improves mean AUROC.", kind="quantitative", metric="AUROC", value="5.14", unit="%", dataset=None, comparison="best prior GGAD", evidence="mean AUROC +5.14% over the best prior GGAD")
+    return {**base, **overrides}
+
+
+def test_tldr_accepts_one_grounded_sentence():
+    out = TldrOutput.model_validate({"tldr": "DR-GGAD improves graph anomaly detection on 8 graphs."}, context=CTX)
+    assert out.tldr.endswith("8 graphs.")
+
+
+@pytest.mark.parametrize(
+    ("tldr", "message"),
+    [
+        ("", "empty"),
+        ("It works. It is fast.", "exactly one sentence"),
+        (" ".join(["word"] * 36) + ".", "at most 35"),
+        ("DR-GGAD gains 7% AUROC on 8 graphs.", "numbers not in the abstract: 7"),
+    ],
+)
+def test_tldr_rejects(tldr, message):
+    with pytest.raises(ValidationError, match=message):
+        TldrOutput.model_validate({"tldr": tldr}, context=CTX)
+
+
+def test_tags_resolve_synonyms_and_reject_unknown():
+    out = TagsOutput.model_validate({"tags": ["GNN", "anomaly-detection", "gnn"], "keywords": ["DR-GGAD", "dr-ggad"]}, context=CTX)
+    assert out.tags == ["graph-neural-networks", "anomaly-detection"]
+    assert out.keywords == ["DR-GGAD"]
+    with pytest.raises(ValidationError, match="not in the taxonomy"):
+        TagsOutput.model_validate({"tags": ["quantum-gravity"], "keywords": []}, context=CTX)
+    with pytest.raises(ValidationError, match="at least one"):
+        TagsOutput.model_validate({"tags": [], "keywords": []}, context=CTX)
+    with pytest.raises(ValidationError, match="at most 5"):
+        TagsOutput.model_validate({"tags": ["GNN"], "keywords": list("abcdef")}, context=CTX)
+
+
+def test_claim_grounding_accepts_whitespace_variants_and_records_span():
+    out = ClaimsOutput.model_validate({"claims": [claim(evidence="mean AUROC +5.14%  over the best\nprior GGAD")]}, context=CTX)
+    start, end = out.claims[0].span
+    assert ABSTRACT[start:end] == "mean AUROC +5.14% over the best prior GGAD"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"evidence": "mean AUROC +5.41% over the best prior GGAD"}, "does not occur in its evidence"),
+        ({"evidence": "mean AUROC of +5.14% over all prior methods"}, "not verbatim"),
+        ({"value": "12.59"}, "does not occur in its evidence"),
+        ({"value": None}, "needs a numeric value"),
+        ({"kind": "speculative"}, "kind"),
+        ({"evidence": "AUROC"}, "not a fragment"),
+    ],
+)
+def test_claim_grounding_rejects(overrides, message):
+    with pytest.raises(ValidationError, match=message):
+        ClaimsOutput.model_validate({"claims": [claim(**overrides)]}, context=CTX)
+
+
+def test_qualitative_claim_and_empty_list_are_valid():
+    q = claim(kind="qualitative", metric=None, value=None, unit=None, statement="It achieves new SOTA.", evidence="it achieves new SOTA")
+    assert ClaimsOutput.model_validate({"claims": [q]}, context=CTX).claims[0].kind == "qualitative"
+    assert ClaimsOutput.model_validate({"claims": []}, context=CTX).claims == []
+
+
+def test_strict_llm_schema_requires_every_field_and_hides_computed_span():
+    schema = llm_json_schema(ClaimsOutput)
+    claim_schema = schema["$defs"]["Claim"]
+    assert claim_schema["additionalProperties"] is False
+    assert "span" not in claim_schema["properties"]
+    assert sorted(claim_schema["required"]) == sorted(claim_schema["properties"])
+    tags = llm_json_schema(TagsOutput, tag_ids=TAX.ids)
+    assert tags["properties"]["tags"]["items"]["enum"] == ["graph-neural-networks", "anomaly-detection"]
+    assert "default" not in str(tags)
