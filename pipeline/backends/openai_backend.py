@@ -133,7 +133,7 @@ class OpenAIBackend:
     def _wait(self, retry_state) -> float:
         exc = retry_state.outcome.exception()
         asked = retry_after_s(exc)
-        fallback = wait_exponential_jitter(initial=0.5, max=30.0)(retry_state)
+        fallback = wait_exponential_jitter(multiplier=0.5, max=30.0)(retry_state)
         delay = asked if asked is not None else fallback
         if isinstance(exc, openai.RateLimitError):
             self.limiter.backoff(delay)

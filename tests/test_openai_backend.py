@@ -1,0 +1,125 @@
+"""The openai backend through the real SDK and HTTP layer, replaying vcrpy cassettes.
+
+Cassettes were recorded against bench/openai_server.py on 127.0.0.1. To re-record:
+    pytest tests/test_openai_backend.py --record-mode=rewrite
+(the local server is started for each scenario). Replay (the default, record mode `none`)
+never opens a socket: a request that is not in the cassette fails the test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from pipeline.cli import main
+
+SAMPLE = "examples/iclr2026/000_83025b0b2ab87d39.txt"
+REPLAY_URL = "http://127.0.0.1:9/v1"  # never contacted: ports are not matched on replay
+FAKE_KEY = "sk-test-0000000000000000000000000000"
+
+
+@contextlib.contextmanager
+def endpoint(record_mode: str, **config):
+    """The local server when recording; a placeholder URL when replaying."""
+    if record_mode == "none":
+        yield REPLAY_URL
+        return
+    from bench.openai_server import OpenAIServer, ServerConfig, offline_answer_fn
+
+    with OpenAIServer(ServerConfig(**config), answer_fn=offline_answer_fn()) as server:
+        yield server.base_url
+
+
+@pytest.fixture
+def abstract_file(tmp_path, examples_dir):
+    """One abstract (DR-GGAD, with the +5.14% AUROC result) in its own input file."""
+    text = (examples_dir / SAMPLE.rsplit("/", 1)[1]).read_text(encoding="utf-8")
+    paragraph = next(p for p in text.split("\n\n") if "+5.14%" in p)
+    path = tmp_path / "one.txt"
+    path.write_text(paragraph.strip() + "\n", encoding="utf-8")
+    return path
+
+
+def digest(tmp_path, path, url, *extra):
+    args = ["run", str(path), "--provider", "openai", "--base-url", url, "--model", "test-model",
+            "--out", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "cache"), "--no-progress", *extra]
+    return CliRunner().invoke(main, args, catch_exceptions=False)
+
+
+def summary(tmp_path):
+    return [json.loads(line) for line in (tmp_path / "run" / "summaries.jsonl").read_text().splitlines()]
+
+
+def assert_all_played(cassette, record_mode):
+    """On replay every recorded interaction must have been used (a stale cassette fails)."""
+    if record_mode == "none":
+        assert cassette.all_played, f"{len(cassette.requests) - cassette.play_count} interactions not played"
+
+
+def requests_of(cassette):
+    return [json.loads(r.body) for r in cassette.requests]
+
+
+@pytest.mark.vcr
+def test_clean_answer_all_stages(vcr, record_mode, tmp_path, abstract_file, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    with endpoint(record_mode) as url:
+        result = digest(tmp_path, abstract_file, url)
+    assert result.exit_code == 0, result.output
+    (record,) = summary(tmp_path)
+    for name, stage in record["stages"].items():
+        assert stage["status"] == "ok", name
+        assert stage["provenance"]["backend"] == "openai" and stage["provenance"]["model"] == "test-model"
+        assert stage["provenance"]["attempts"] == 1 and stage["provenance"]["tokens_in"] > 0
+    claims = record["stages"]["claims"]["output"]["claims"]
+    assert any(c["value"] and c["value"].lstrip("+") == "5.14" for c in claims)
+    bodies = requests_of(vcr)
+    assert sorted(b["response_format"]["json_schema"]["name"] for b in bodies) == ["claims", "tags", "tldr"]
+    assert all(b["response_format"]["json_schema"]["strict"] is True and b["temperature"] == 0 for b in bodies)
+    assert_all_played(vcr, record_mode)
+
+
+@pytest.mark.vcr
+def test_invalid_answer_is_reasked_and_corrected(vcr, record_mode, tmp_path, abstract_file, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    with endpoint(record_mode, script=("ungrounded", "ok")) as url:
+        result = digest(tmp_path, abstract_file, url, "--stages", "claims")
+    assert result.exit_code == 0, result.output
+    (record,) = summary(tmp_path)
+    assert record["stages"]["claims"]["status"] == "ok"
+    assert record["stages"]["claims"]["provenance"]["attempts"] == 2
+    first, second = requests_of(vcr)
+    assert len(first["messages"]) == 2 and len(second["messages"]) == 4
+    assert second["messages"][2]["role"] == "assistant"
+    assert "rejected" in second["messages"][3]["content"]
+    assert_all_played(vcr, record_mode)
+
+
+@pytest.mark.vcr
+def test_429_with_retry_after_then_success(vcr, record_mode, tmp_path, abstract_file, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    with endpoint(record_mode, script=("429", "ok"), retry_after_s=0.05) as url:
+        result = digest(tmp_path, abstract_file, url, "--stages", "tldr")
+    assert result.exit_code == 0, result.output
+    (record,) = summary(tmp_path)
+    assert record["stages"]["tldr"]["status"] == "ok"
+    assert record["stages"]["tldr"]["provenance"]["attempts"] == 1  # a transport retry is not a re-ask
+    assert [r["status"]["code"] for r in vcr.responses] == [429, 200]
+    assert vcr.responses[0]["headers"]["retry-after-ms"] == ["50"]
+    assert_all_played(vcr, record_mode)
+
+
+@pytest.mark.vcr
+def test_401_stops_the_run_with_one_message(vcr, record_mode, tmp_path, abstract_file, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    with endpoint(record_mode, api_key="the-right-key") as url:
+        result = digest(tmp_path, abstract_file, url, "--stages", "tldr")
+    assert result.exit_code == 3
+    assert result.stderr.count("error:") == 1
+    assert "rejected the API key (401" in result.stderr
+    assert FAKE_KEY not in result.output
+    assert len(vcr.requests) == 1  # never retried
+    assert_all_played(vcr, record_mode)
