@@ -1,0 +1,952 @@
+"""A small OpenAI-compatible chat-completions server for tests and benchmarks.
+
+It answers ``POST /v1/chat/completions`` the way the pipeline's requests expect (the stage
+from ``response_format.json_schema.name`` or ``(name: <stage>)`` in the system message, the
+abstract between ``<abstract>`` tags) with ``answer_fn(stage, abstract)`` serialized as JSON,
+and can inject faults, latency, concurrency caps and rate limits, all deterministically.
+
+It is a raw asyncio HTTP/1.1 server (keep-alive, Content-Length bodies) running its own
+event loop in a background thread, so sync tests, async tests and benchmarks can share it:
+
+    with OpenAIServer(ServerConfig(faults={"500": 0.2}), answer_fn=my_answer) as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0)
+
+Semantics worth knowing (see ``bench/README.md`` for running it by hand):
+
+- ``max_concurrent`` queues requests beyond the cap (like a model server with N slots);
+  it never answers 429 for it. Stalled requests do not hold a slot.
+- ``rpm`` / ``tpm`` are sliding 60 s windows over *admitted* requests; rejected requests
+  (401, 429) do not consume budget. TPM charges the clean answer's prompt + completion
+  token estimate (chars / 4). Limit 429s are immediate; everything else waits ``latency``.
+- Fault decisions are a pure function of (seed, cache key, attempt number of that key):
+  transport faults (429, 500, 503, stall, drop) are drawn per attempt; content faults
+  (truncated, schema, ungrounded, length, refusal) are drawn per attempt and skipped for
+  re-asks when ``self_correct`` is true, and drawn once per key (so every attempt of that key
+  gets it) when ``self_correct`` is false. ``max_faults_per_key`` caps faults of any kind.
+  A ``script`` overrides all of that for the first ``len(script)`` admitted requests.
+- A stall holds the request ``stall_s`` seconds and then closes the connection without a
+  response; a drop closes it right after ``latency``. Neither appears in ``by_status``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import importlib
+import json
+import math
+import re
+import signal
+import sys
+import threading
+import time
+from array import array
+from collections import Counter, deque
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.text import numbers_in
+
+AnswerFn = Callable[[str, str], dict[str, Any]]
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+HOST = "127.0.0.1"
+TRANSPORT_FAULTS = ("429", "500", "503", "stall", "drop")
+CONTENT_FAULTS = ("truncated", "schema", "ungrounded", "length", "refusal")
+FAULT_NAMES = TRANSPORT_FAULTS + CONTENT_FAULTS
+REFUSAL_TEXT = "I can't help with that."
+UNGROUNDED_TAG = "hallucinated-method"
+WINDOW_S = 60.0
+
+_STAGE_RE = re.compile(r"\(name: (\w+)\)")
+_ABSTRACT_RE = re.compile(r"<abstract>(.*?)</abstract>", re.DOTALL)
+_MAX_BODY = 8 * 1024 * 1024
+_MAX_REQUESTS_PER_CONN = 1_000_000
+_MAX_MEMO = 50_000
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    413: "Payload Too Large",
+    429: "Too Many Requests",
+    431: "Request Header Fields Too Large",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Behaviour of one server instance; every random choice derives from ``seed``."""
+
+    port: int = 0
+    model: str = "bench-model"
+    latency: float = 0.0
+    latency_jitter: float = 0.0
+    max_concurrent: int | None = None
+    rpm: int | None = None
+    tpm: int | None = None
+    api_key: str | None = None
+    faults: Mapping[str, float] = field(default_factory=dict)
+    seed: int = 0
+    stall_s: float = 30.0
+    retry_after_s: float = 1.0
+    max_faults_per_key: int | None = None
+    self_correct: bool = True
+    script: tuple[str, ...] = ()
+    idle_timeout_s: float = 75.0
+
+    def __post_init__(self) -> None:
+        unknown = set(self.faults) - set(FAULT_NAMES)
+        if unknown:
+            raise ValueError(f"unknown faults {sorted(unknown)}; known: {FAULT_NAMES}")
+        if any(not 0.0 <= r <= 1.0 for r in self.faults.values()):
+            raise ValueError("fault rates must be in [0, 1]")
+        for group in (TRANSPORT_FAULTS, CONTENT_FAULTS):
+            if sum(self.faults.get(n, 0.0) for n in group) > 1.0 + 1e-9:
+                raise ValueError(f"rates of {group} add up to more than 1")
+        bad = [s for s in self.script if s != "ok" and s not in FAULT_NAMES]
+        if bad:
+            raise ValueError(f"unknown script entries {bad}")
+        for name in ("max_concurrent", "rpm", "tpm"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1 or None")
+        if self.latency < 0 or self.latency_jitter < 0 or self.stall_s < 0:
+            raise ValueError("latency, latency_jitter and stall_s must be >= 0")
+        # Copy the mutable inputs so a caller's later edits cannot reach a running server.
+        object.__setattr__(self, "faults", dict(self.faults))
+        object.__setattr__(self, "script", tuple(self.script))
+
+
+# --- pure helpers -------------------------------------------------------------------------
+
+
+def request_key(stage: str, abstract: str) -> str:
+    """The server's cache key of a request: sha256 hex of canonical JSON ``[stage, abstract]``."""
+    blob = json.dumps([stage, abstract], ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def unit_draw(seed: int, *parts: object) -> float:
+    """A deterministic number in [0, 1) from the seed and any parts (stable across runs)."""
+    text = ":".join(str(p) for p in (seed, *parts))
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def max_in_window(times: Iterable[float], window_s: float) -> int:
+    """Most timestamps falling in any half-open window of ``window_s`` seconds."""
+    ordered = sorted(times)
+    best = start = 0
+    for end, t in enumerate(ordered):
+        while ordered[start] <= t - window_s:
+            start += 1
+        best = max(best, end - start + 1)
+    return best
+
+
+def estimate_tokens(chars: int) -> int:
+    """Token estimate of a text length: ~4 characters per token."""
+    return (chars + 3) // 4
+
+
+def _pick(u: float, faults: Mapping[str, float], names: tuple[str, ...]) -> str | None:
+    # The rates partition [0, 1): each fault gets exactly its share and at most one fires.
+    acc = 0.0
+    for name in names:
+        acc += faults.get(name, 0.0)
+        if u < acc:
+            return name
+    return None
+
+
+def _text_of(message: Mapping[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}, ...]
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """What the server needs from a chat-completions body."""
+
+    model: str
+    stage: str
+    abstract: str
+    is_reask: bool
+    prompt_chars: int
+
+
+def parse_chat(body: Any) -> ChatRequest:
+    """Extract stage, abstract and re-ask flag from a request body; ValueError when unusable."""
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        raise ValueError("'messages' must be a list")
+    messages = [m for m in body["messages"] if isinstance(m, dict)]
+    stage = _stage_of(body.get("response_format"), messages)
+    user = next((m for m in messages if m.get("role") == "user"), None)
+    found = _ABSTRACT_RE.search(_text_of(user)) if user else None
+    if found is None:
+        raise ValueError("no <abstract>...</abstract> in the first user message")
+    return ChatRequest(
+        model=str(body.get("model") or ""),
+        stage=stage,
+        abstract=found.group(1).strip(),
+        is_reask=any(m.get("role") == "assistant" for m in messages),
+        prompt_chars=sum(len(_text_of(m)) for m in messages),
+    )
+
+
+def _stage_of(response_format: Any, messages: list[dict[str, Any]]) -> str:
+    if isinstance(response_format, dict) and response_format.get("type") == "json_schema":
+        name = (response_format.get("json_schema") or {}).get("name")
+        if name:
+            return str(name)
+    for m in messages:
+        if m.get("role") in ("system", "developer"):
+            found = _STAGE_RE.search(_text_of(m))
+            if found:
+                return found.group(1)
+    raise ValueError("cannot tell the stage: no json_schema name and no '(name: ...)' marker")
+
+
+# --- content faults -----------------------------------------------------------------------
+
+
+def break_schema(answer: dict[str, Any]) -> dict[str, Any]:
+    """Valid JSON that violates the stage schema: the first field gets the wrong type."""
+    if not answer:
+        return {"unexpected_field": True}
+    broken = dict(answer)
+    first = next(iter(broken))
+    broken[first] = {"value": broken[first]}  # an object where a string / array is required
+    return broken
+
+
+def unground(stage: str, abstract: str, answer: dict[str, Any]) -> dict[str, Any]:
+    """Schema-shaped JSON whose content is not grounded in the abstract (or the taxonomy)."""
+    out = dict(answer)
+    if stage == "tldr":
+        words = str(out.get("tldr", "")).strip().rstrip(".").split()[:28] or ["The", "method"]
+        out["tldr"] = f"{' '.join(words)}, improving accuracy by {_foreign_number(abstract)}%."
+    elif stage == "tags":
+        out["tags"] = [UNGROUNDED_TAG, *list(out.get("tags", []))[:5]]
+    elif stage == "claims":
+        fabricated = {
+            "statement": "The method also solves protein folding.",
+            "kind": "qualitative",
+            "metric": None,
+            "value": None,
+            "unit": None,
+            "dataset": None,
+            "comparison": None,
+            "evidence": "We further show that our method solves protein folding in closed form.",
+        }
+        out["claims"] = [fabricated, *list(out.get("claims", []))[:11]]
+    else:
+        return break_schema(answer)
+    return out
+
+
+def _foreign_number(abstract: str) -> str:
+    known = set(numbers_in(abstract))
+    # Bounded: among len(known) + 1 candidates at least one is not in the abstract.
+    return next(str(n) for n in range(37, 38 + len(known)) if str(n) not in known)
+
+
+def fault_message(
+    fault: str | None, stage: str, abstract: str, answer: dict[str, Any], content: str
+) -> tuple[str | None, str | None, str]:
+    """(content, refusal, finish_reason) of the assistant message under a content fault."""
+    if fault in ("truncated", "length"):
+        cut = content[: max(1, len(content) // 2)]
+        return cut, None, "length" if fault == "length" else "stop"
+    if fault == "refusal":
+        return None, REFUSAL_TEXT, "stop"
+    if fault == "schema":
+        return json.dumps(break_schema(answer)), None, "stop"
+    if fault == "ungrounded":
+        return json.dumps(unground(stage, abstract, answer)), None, "stop"
+    return content, None, "stop"
+
+
+# --- answers ------------------------------------------------------------------------------
+
+
+def offline_answer_fn(taxonomy_path: Path | None = None) -> AnswerFn:
+    """The pipeline's offline extractor as an answer function (taxonomy loaded once)."""
+    from pipeline.offline import answer
+    from pipeline.taxonomy import load_taxonomy
+
+    taxonomy = load_taxonomy(taxonomy_path or REPO_ROOT / "prompts" / "taxonomy.yaml")
+    return lambda stage, abstract: answer(stage, abstract, taxonomy)
+
+
+def stub_answer(stage: str, abstract: str) -> dict[str, Any]:
+    """A dependency-free, schema-shaped answer (for smoke runs and server-only benchmarks)."""
+    first = abstract.split(". ")[0].strip().rstrip(".")
+    if stage == "tldr":
+        return {"tldr": " ".join(first.split()[:30]) + "."}
+    if stage == "tags":
+        return {"tags": ["stub"], "keywords": []}
+    if stage == "claims":
+        return {"claims": []}
+    raise ValueError(f"unknown stage {stage!r}")
+
+
+def load_answer_fn(spec: str, taxonomy_path: Path | None = None) -> AnswerFn:
+    """``offline``, ``stub``, or ``package.module:function``."""
+    if spec == "offline":
+        return offline_answer_fn(taxonomy_path)
+    if spec == "stub":
+        return stub_answer
+    module, _, name = spec.partition(":")
+    if not name:
+        raise ValueError(f"answer spec {spec!r}: expected offline, stub or module:function")
+    return getattr(importlib.import_module(module), name)
+
+
+# --- rate limits, fault schedule, counters ------------------------------------------------
+
+
+class RateLimiter:
+    """RPM / TPM over a sliding 60 s window of admitted requests (event-loop thread only)."""
+
+    def __init__(self, rpm: int | None, tpm: int | None, window_s: float = WINDOW_S) -> None:
+        self.rpm, self.tpm, self.window_s = rpm, tpm, window_s
+        self._times: deque[float] = deque()
+        self._tokens: deque[tuple[float, int]] = deque()
+        self._token_sum = 0
+
+    def admit(self, now: float, tokens: int) -> tuple[float, str] | None:
+        """Record the request and return None, or return (seconds to wait, limit kind)."""
+        self._prune(now)
+        if self.rpm is not None and len(self._times) >= self.rpm:
+            return self._times[-self.rpm] + self.window_s - now, "requests"
+        if self.tpm is not None:
+            if tokens > self.tpm:
+                return self.window_s, "request_too_large"
+            wait = self._token_wait(now, tokens)
+            if wait > 0:
+                return wait, "tokens"
+        self._times.append(now)
+        self._tokens.append((now, tokens))
+        self._token_sum += tokens
+        return None
+
+    def _prune(self, now: float) -> None:
+        horizon = now - self.window_s
+        while self._times and self._times[0] <= horizon:
+            self._times.popleft()
+        while self._tokens and self._tokens[0][0] <= horizon:
+            self._token_sum -= self._tokens.popleft()[1]
+
+    def _token_wait(self, now: float, tokens: int) -> float:
+        excess = self._token_sum + tokens - (self.tpm or 0)
+        if excess <= 0:
+            return 0.0
+        freed = 0
+        for t, n in self._tokens:  # oldest first: wait until enough of them have expired
+            freed += n
+            if freed >= excess:
+                return t + self.window_s - now
+        return self.window_s  # unreachable while tokens <= tpm
+
+
+class _Stats:
+    """Counters mutated on the loop thread and snapshotted from any thread."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.http_requests = 0
+        self.requests = 0
+        self.reasks = 0
+        self.connections = 0
+        self.by_status: Counter[int] = Counter()
+        self.faults: Counter[str] = Counter()
+        self.rate_limited: Counter[str] = Counter()
+        self.by_key: Counter[str] = Counter()
+        self.by_stage: Counter[str] = Counter()
+        self.faults_by_key: Counter[str] = Counter()
+        self.in_flight = self.in_flight_max = 0
+        self.active = self.active_max = 0
+        # Compact float arrays: a long benchmark keeps one timestamp per request.
+        self.arrivals = array("d")
+        self.admitted = array("d")
+        self.prompt_tokens = self.completion_tokens = 0
+
+    def snapshot(self) -> dict[str, Any]:
+        with self.lock:
+            return {
+                "http_requests": self.http_requests,
+                "requests": self.requests,
+                "reasks": self.reasks,
+                "connections": self.connections,
+                "by_status": dict(self.by_status),
+                "faults": dict(self.faults),
+                "rate_limited": dict(self.rate_limited),
+                "by_key": dict(self.by_key),
+                "by_stage": dict(self.by_stage),
+                "in_flight": self.in_flight,
+                "in_flight_max": self.in_flight_max,
+                "active_max": self.active_max,
+                "arrivals": list(self.arrivals),
+                "admitted": list(self.admitted),
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens,
+                "total_tokens": self.prompt_tokens + self.completion_tokens,
+            }
+
+
+# --- HTTP plumbing ------------------------------------------------------------------------
+
+
+@dataclass
+class _Request:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    keep_alive: bool
+
+
+@dataclass
+class _Response:
+    status: int
+    body: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def encode(self, keep_alive: bool) -> bytes:
+        head = [
+            f"HTTP/1.1 {self.status} {_REASONS.get(self.status, 'Unknown')}",
+            "content-type: application/json",
+            f"content-length: {len(self.body)}",
+            f"connection: {'keep-alive' if keep_alive else 'close'}",
+            *(f"{k}: {v}" for k, v in self.headers.items()),
+        ]
+        return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + self.body
+
+
+class _Drop(Exception):
+    """Close the connection without sending a response."""
+
+
+class _BadRequest(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _json(status: int, payload: Any, headers: dict[str, str] | None = None) -> _Response:
+    body = json.dumps(payload, separators=(",", ":")).encode("utf-8")
+    return _Response(status, body, headers or {})
+
+
+def _error(
+    status: int, message: str, type_: str, code: str | None, headers: dict[str, str] | None = None
+) -> _Response:
+    payload = {"error": {"message": message, "type": type_, "param": None, "code": code}}
+    return _json(status, payload, headers)
+
+
+def _retry_headers(wait_s: float) -> dict[str, str]:
+    # Retry-After is integer seconds (rounded up so waiting it is always enough).
+    return {
+        "retry-after": str(max(1, math.ceil(wait_s))),
+        "retry-after-ms": str(max(1, math.ceil(wait_s * 1000))),
+    }
+
+
+async def _read_request(reader: asyncio.StreamReader) -> _Request | None:
+    """One HTTP/1.1 request from the stream, or None when the peer closed between requests."""
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError as exc:
+        if exc.partial.strip():
+            raise _BadRequest(400, "incomplete request head") from exc
+        return None
+    except asyncio.LimitOverrunError as exc:
+        raise _BadRequest(431, "request head too large") from exc
+    lines = head.decode("latin-1").split("\r\n")
+    try:
+        method, target, version = lines[0].split(" ", 2)
+    except ValueError as exc:
+        raise _BadRequest(400, "malformed request line") from exc
+    headers = {}
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if sep:
+            headers[name.strip().lower()] = value.strip()
+    body = await _read_body(reader, headers)
+    connection = headers.get("connection", "").lower()
+    keep_alive = connection != "close" if version == "HTTP/1.1" else connection == "keep-alive"
+    return _Request(method, target.split("?", 1)[0], headers, body, keep_alive)
+
+
+async def _read_body(reader: asyncio.StreamReader, headers: dict[str, str]) -> bytes:
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        return await _read_chunked(reader)
+    try:
+        length = int(headers.get("content-length", "0"))
+    except ValueError as exc:
+        raise _BadRequest(400, "bad content-length") from exc
+    if length > _MAX_BODY or length < 0:
+        raise _BadRequest(413, f"body larger than {_MAX_BODY} bytes")
+    return await reader.readexactly(length) if length else b""
+
+
+async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
+    parts: list[bytes] = []
+    size_total = 0
+    while True:  # bounded by _MAX_BODY: every chunk adds its size or ends the loop
+        size = int((await reader.readuntil(b"\r\n")).split(b";")[0].strip() or b"0", 16)
+        if size == 0:
+            await reader.readuntil(b"\r\n")  # trailer section (assumed empty) ends the body
+            return b"".join(parts)
+        size_total += size
+        if size_total > _MAX_BODY:
+            raise _BadRequest(413, f"body larger than {_MAX_BODY} bytes")
+        parts.append(await reader.readexactly(size))
+        await reader.readexactly(2)
+
+
+# --- the server ---------------------------------------------------------------------------
+
+
+class OpenAIServer:
+    """An OpenAI-compatible chat-completions server on 127.0.0.1 in a background thread."""
+
+    def __init__(self, config: ServerConfig | None = None, answer_fn: AnswerFn | None = None):
+        self.config = config or ServerConfig()
+        self._answer_fn = answer_fn
+        self._stats = _Stats()
+        self._limiter = RateLimiter(self.config.rpm, self.config.tpm)
+        self._memo: dict[str, tuple[dict[str, Any], str]] = {}
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_event: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._startup_error: BaseException | None = None
+        self._conns: set[asyncio.Task[Any]] = set()
+        self._slots: asyncio.Semaphore | None = None
+        self._port: int | None = None
+
+    # lifecycle
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1``; only valid after ``start()``."""
+        if self._port is None:
+            raise RuntimeError("server not started")
+        return f"http://{HOST}:{self._port}/v1"
+
+    def start(self, timeout_s: float = 10.0) -> str:
+        """Bind a port, serve in a background thread, and return the base URL."""
+        if self._thread is not None:
+            raise RuntimeError("server already started")
+        if self._answer_fn is None:
+            self._answer_fn = offline_answer_fn()  # fail here, not on the first request
+        self._thread = threading.Thread(target=self._run, name="openai-bench-server", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout_s):
+            raise RuntimeError("server did not start in time")
+        if self._startup_error is not None:
+            raise RuntimeError(f"server failed to start: {self._startup_error}")
+        return self.base_url
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Stop serving; in-flight (even stalled) requests are cancelled; idempotent."""
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None or not thread.is_alive():
+            return
+        with contextlib.suppress(RuntimeError):  # the loop may have closed meanwhile
+            loop.call_soon_threadsafe(self._stop_event.set)  # type: ignore[union-attr]
+        thread.join(timeout_s)
+
+    def __enter__(self) -> OpenAIServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stats(self) -> dict[str, Any]:
+        """A plain-dict snapshot of the counters (safe from any thread)."""
+        return self._stats.snapshot()
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._serve())
+        except BaseException as exc:  # surfaced to start() if it happens while starting
+            self._startup_error = exc
+            self._ready.set()
+
+    async def _serve(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop_event = asyncio.Event()
+        if self.config.max_concurrent:
+            self._slots = asyncio.Semaphore(self.config.max_concurrent)
+        server = await asyncio.start_server(
+            self._handle_connection, HOST, self.config.port, backlog=2048
+        )
+        self._port = server.sockets[0].getsockname()[1]
+        self._ready.set()
+        try:
+            await self._stop_event.wait()
+        finally:
+            server.close()
+            await self._cancel_connections()
+
+    async def _cancel_connections(self) -> None:
+        tasks = list(self._conns)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=2.0)
+
+    # connections
+
+    async def _handle_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._conns.add(task)
+        with self._stats.lock:
+            self._stats.connections += 1
+        try:
+            await self._serve_requests(reader, writer)
+        except (_Drop, ConnectionError, asyncio.IncompleteReadError, TimeoutError):
+            pass
+        except asyncio.CancelledError:
+            # Only stop() cancels these tasks. Swallow it: Python 3.11's stream callback calls
+            # task.exception() on a cancelled task and logs a spurious traceback otherwise.
+            pass
+        finally:
+            self._conns.discard(task)  # type: ignore[arg-type]
+            writer.close()
+
+    async def _serve_requests(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        for _ in range(_MAX_REQUESTS_PER_CONN):
+            try:
+                async with asyncio.timeout(self.config.idle_timeout_s):
+                    request = await _read_request(reader)
+            except _BadRequest as exc:
+                writer.write(
+                    _error(exc.status, str(exc), "invalid_request_error", None).encode(False)
+                )
+                await writer.drain()
+                return
+            if request is None:
+                return
+            response = await self._dispatch(request)
+            writer.write(response.encode(request.keep_alive))
+            await writer.drain()
+            if not request.keep_alive:
+                return
+
+    async def _dispatch(self, request: _Request) -> _Response:
+        with self._stats.lock:
+            self._stats.http_requests += 1
+        path = request.path.rstrip("/")
+        path = path[3:] if path.startswith("/v1/") else path
+        if path == "/chat/completions":
+            if request.method != "POST":
+                return _error(405, "use POST", "invalid_request_error", "method_not_allowed")
+            return await self._chat(request)
+        if path == "/models" or path.startswith("/models/"):
+            return self._models(request, path)
+        if path == "/_bench/stats":
+            return _json(200, self.stats())
+        return _error(
+            404, f"Unknown request URL: {request.path}", "invalid_request_error", "unknown_url"
+        )
+
+    def _auth_error(self, request: _Request) -> _Response | None:
+        expected = self.config.api_key
+        if expected is None or request.headers.get("authorization") == f"Bearer {expected}":
+            return None
+        given = request.headers.get("authorization", "").removeprefix("Bearer ")
+        masked = f"{given[:3]}...{given[-4:]}" if len(given) > 8 else "***"
+        message = f"Incorrect API key provided: {masked}."
+        return _error(401, message, "invalid_request_error", "invalid_api_key")
+
+    def _models(self, request: _Request, path: str) -> _Response:
+        if (denied := self._auth_error(request)) is not None:
+            return denied
+        model = {"id": self.config.model, "object": "model", "created": 0, "owned_by": "bench"}
+        if path == "/models":
+            return _json(200, {"object": "list", "data": [model]})
+        if path == "/models/" + self.config.model:
+            return _json(200, model)
+        return _error(
+            404,
+            f"The model '{path[8:]}' does not exist",
+            "invalid_request_error",
+            "model_not_found",
+        )
+
+    # chat completions
+
+    async def _chat(self, request: _Request) -> _Response:
+        now = time.monotonic()
+        with self._stats.lock:
+            s = self._stats
+            s.requests += 1
+            s.arrivals.append(now)
+            s.in_flight += 1
+            s.in_flight_max = max(s.in_flight_max, s.in_flight)
+        try:
+            response = await self._chat_response(request, now)  # _Drop propagates: no status
+        finally:
+            with self._stats.lock:
+                self._stats.in_flight -= 1
+        with self._stats.lock:
+            self._stats.by_status[response.status] += 1
+        return response
+
+    async def _chat_response(self, request: _Request, now: float) -> _Response:
+        if (denied := self._auth_error(request)) is not None:
+            return denied
+        try:
+            chat = parse_chat(json.loads(request.body))
+            answer, content = self._answer(chat.stage, chat.abstract)
+        except ValueError as exc:  # includes JSONDecodeError and unknown stages
+            return _error(400, str(exc), "invalid_request_error", None)
+        except Exception as exc:  # a broken answer_fn is the server's fault, not the client's
+            return _error(500, f"answer_fn failed: {exc!r}", "server_error", None)
+        prompt_tokens = estimate_tokens(chat.prompt_chars)
+        limited = self._limiter.admit(now, prompt_tokens + estimate_tokens(len(content)))
+        if limited is not None:
+            return self._rate_limited(chat, *limited)
+        key = request_key(chat.stage, chat.abstract)
+        attempt, fault = self._admit(key, chat)
+        await self._delay(fault, key, attempt)
+        if fault in ("429", "500", "503"):
+            return self._fault_error(fault)
+        message = fault_message(fault, chat.stage, chat.abstract, answer, content)
+        return self._completion(chat, key, attempt, prompt_tokens, *message)
+
+    def _answer(self, stage: str, abstract: str) -> tuple[dict[str, Any], str]:
+        # answer_fn is assumed deterministic, so retries and re-asks reuse the first answer.
+        key = request_key(stage, abstract)
+        hit = self._memo.get(key)
+        if hit is None:
+            answer = self._answer_fn(stage, abstract)  # type: ignore[misc]
+            if len(self._memo) >= _MAX_MEMO:
+                self._memo.clear()
+            hit = self._memo[key] = (answer, json.dumps(answer))
+        return hit
+
+    def _rate_limited(self, chat: ChatRequest, wait_s: float, kind: str) -> _Response:
+        with self._stats.lock:
+            self._stats.rate_limited[kind] += 1
+        limit = self.config.rpm if kind == "requests" else self.config.tpm
+        message = (
+            f"Rate limit reached for {chat.model or self.config.model} on {kind} per min: "
+            f"Limit {limit}. Please try again in {wait_s:.3f}s."
+        )
+        if kind == "request_too_large":
+            message = f"Request too large: it needs more tokens than the TPM limit {limit}."
+        type_ = "requests" if kind == "requests" else "tokens"
+        return _error(429, message, type_, "rate_limit_exceeded", _retry_headers(wait_s))
+
+    def _admit(self, key: str, chat: ChatRequest) -> tuple[int, str | None]:
+        """Count an admitted request and decide its fault; returns (attempt number, fault)."""
+        with self._stats.lock:
+            s = self._stats
+            s.admitted.append(time.monotonic())
+            index = len(s.admitted) - 1
+            s.by_key[key] += 1
+            s.by_stage[chat.stage] += 1
+            s.reasks += chat.is_reask
+            attempt = s.by_key[key]
+            fault = self._decide(key, attempt, index, chat.is_reask, s.faults_by_key[key])
+            if fault is not None:
+                s.faults[fault] += 1
+                s.faults_by_key[key] += 1
+        return attempt, fault
+
+    def _decide(
+        self, key: str, attempt: int, index: int, is_reask: bool, faulted: int
+    ) -> str | None:
+        cfg = self.config
+        if index < len(cfg.script):
+            return None if cfg.script[index] == "ok" else cfg.script[index]
+        if cfg.max_faults_per_key is not None and faulted >= cfg.max_faults_per_key:
+            return None
+        fault = _pick(unit_draw(cfg.seed, key, attempt, "transport"), cfg.faults, TRANSPORT_FAULTS)
+        if fault is not None:
+            return fault
+        if cfg.self_correct:
+            if is_reask:
+                return None
+            return _pick(unit_draw(cfg.seed, key, attempt, "content"), cfg.faults, CONTENT_FAULTS)
+        # Not self-correcting: the draw is per key, so a faulted key stays faulted.
+        return _pick(unit_draw(cfg.seed, key, "content"), cfg.faults, CONTENT_FAULTS)
+
+    async def _delay(self, fault: str | None, key: str, attempt: int) -> None:
+        cfg = self.config
+        if fault == "stall":
+            # Outside the concurrency slot: a stalled request must not block the others.
+            await asyncio.sleep(cfg.stall_s)
+            raise _Drop
+        jitter = cfg.latency_jitter * (2 * unit_draw(cfg.seed, key, attempt, "latency") - 1)
+        delay = max(0.0, cfg.latency + jitter)
+        async with self._slot():
+            if delay > 0:
+                await asyncio.sleep(delay)
+        if fault == "drop":
+            raise _Drop
+
+    @contextlib.asynccontextmanager
+    async def _slot(self) -> AsyncIterator[None]:
+        if self._slots is not None:
+            await self._slots.acquire()
+        with self._stats.lock:
+            s = self._stats
+            s.active += 1
+            s.active_max = max(s.active_max, s.active)
+        try:
+            yield
+        finally:
+            with self._stats.lock:
+                self._stats.active -= 1
+            if self._slots is not None:
+                self._slots.release()
+
+    def _fault_error(self, fault: str) -> _Response:
+        if fault == "429":
+            headers = _retry_headers(self.config.retry_after_s)
+            return _error(
+                429, "Rate limit reached (injected).", "requests", "rate_limit_exceeded", headers
+            )
+        if fault == "503":
+            return _error(503, "The server is overloaded (injected).", "server_error", None)
+        return _error(
+            500, "The server had an error processing your request (injected).", "server_error", None
+        )
+
+    def _completion(
+        self,
+        chat: ChatRequest,
+        key: str,
+        attempt: int,
+        prompt_tokens: int,
+        content: str | None,
+        refusal: str | None,
+        finish_reason: str,
+    ) -> _Response:
+        completion_tokens = estimate_tokens(len(content or refusal or ""))
+        with self._stats.lock:
+            self._stats.prompt_tokens += prompt_tokens
+            self._stats.completion_tokens += completion_tokens
+        digest = hashlib.sha256(f"{self.config.seed}:{key}:{attempt}".encode()).hexdigest()
+        message = {"role": "assistant", "content": content, "refusal": refusal, "annotations": []}
+        payload = {
+            "id": f"chatcmpl-{digest[:24]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": chat.model or self.config.model,
+            "choices": [
+                {"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+            "system_fingerprint": "fp_bench",
+        }
+        return _json(200, payload, {"x-request-id": f"req_{digest[24:48]}"})
+
+
+# --- command line -------------------------------------------------------------------------
+
+
+def _fault_arg(text: str) -> tuple[str, float]:
+    name, sep, rate = text.partition("=")
+    if not sep or name not in FAULT_NAMES:
+        raise argparse.ArgumentTypeError(f"expected NAME=RATE with NAME in {FAULT_NAMES}")
+    return name, float(rate)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line interface of ``python -m bench.openai_server``."""
+    p = argparse.ArgumentParser(
+        prog="python -m bench.openai_server",
+        description="OpenAI-compatible chat-completions test server on 127.0.0.1.",
+    )
+    p.add_argument("--port", type=int, default=0, help="0 = any free port (default)")
+    p.add_argument("--model", default="bench-model")
+    p.add_argument("--latency", type=float, default=0.0, help="seconds per request")
+    p.add_argument("--latency-jitter", type=float, default=0.0, help="uniform +- seconds")
+    p.add_argument("--max-concurrent", type=int, help="in-flight cap; extra requests queue")
+    p.add_argument("--rpm", type=int, help="requests per minute (sliding 60 s window)")
+    p.add_argument("--tpm", type=int, help="tokens per minute (sliding 60 s window)")
+    p.add_argument("--api-key", help="require 'Authorization: Bearer KEY'")
+    p.add_argument("--fault", type=_fault_arg, action="append", default=[], metavar="NAME=RATE")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--stall-s", type=float, default=30.0)
+    p.add_argument("--retry-after-s", type=float, default=1.0, help="for injected 429s")
+    p.add_argument("--max-faults-per-key", type=int)
+    p.add_argument("--no-self-correct", action="store_true", help="fault re-asks too")
+    p.add_argument("--script", default="", help="comma-separated, e.g. 429,ok,500")
+    p.add_argument("--answer", default="offline", help="offline | stub | module:function")
+    p.add_argument("--taxonomy", type=Path, help="taxonomy YAML for --answer offline")
+    p.add_argument("--duration", type=float, help="exit after this many seconds")
+    p.add_argument("--stats-file", type=Path, help="write stats() as JSON here on exit")
+    return p
+
+
+def config_from_args(args: argparse.Namespace) -> ServerConfig:
+    """A ServerConfig from parsed command-line arguments."""
+    return ServerConfig(
+        port=args.port,
+        model=args.model,
+        latency=args.latency,
+        latency_jitter=args.latency_jitter,
+        max_concurrent=args.max_concurrent,
+        rpm=args.rpm,
+        tpm=args.tpm,
+        api_key=args.api_key,
+        faults=dict(args.fault),
+        seed=args.seed,
+        stall_s=args.stall_s,
+        retry_after_s=args.retry_after_s,
+        max_faults_per_key=args.max_faults_per_key,
+        self_correct=not args.no_self_correct,
+        script=tuple(s.strip() for s in args.script.split(",") if s.strip()),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve until SIGTERM / SIGINT (or --duration); the base URL is the first stdout line."""
+    args = build_parser().parse_args(argv)
+    server = OpenAIServer(config_from_args(args), load_answer_fn(args.answer, args.taxonomy))
+    stopping = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stopping.set())
+    print(server.start(), flush=True)
+    deadline = time.monotonic() + args.duration if args.duration else math.inf
+    while not stopping.wait(0.2) and time.monotonic() < deadline:
+        pass
+    server.stop()
+    if args.stats_file:
+        args.stats_file.write_text(json.dumps(server.stats()), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""`digest eval`: quality as numbers (SciTLDR ROUGE, claims P/R/F1, run grounding)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import click
+
+from pipeline.cli import main
+from pipeline.cli.options import describe_backend, run_options, settings_from_flags
+from pipeline.evaluate import (
+    evaluate_claims,
+    evaluate_grounding,
+    evaluate_tldr,
+    markdown,
+    write_result,
+)
+
+
+def _eval_dir(out: Path | None, task: str) -> Path:
+    return out or Path("outputs") / f"eval-{task}-{datetime.now():%Y%m%d-%H%M%S}"
+
+
+@main.group("eval")
+def eval_group() -> None:
+    """Measure quality: TL;DR ROUGE, claim extraction, grounding."""
+
+
+@eval_group.command("tldr")
+@click.argument("path", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.option("--out", type=click.Path(path_type=Path), help="Folder for eval.json / eval.md [default: outputs/eval-tldr-<timestamp>].")
+@click.option("--limit", type=int, help="Only the first N papers.")
+@run_options
+def eval_tldr(path: Path, out: Path | None, limit: int | None, config_path, no_progress, **flags) -> None:
+    """ROUGE-1/2/L of the tldr stage on SciTLDR-format JSONL, with lead-1 and oracle."""
+    settings = settings_from_flags(config_path, no_progress, flags)
+    click.echo(describe_backend(settings), err=True)
+    out = _eval_dir(out, "tldr")
+    result = evaluate_tldr(settings, path, out, limit=limit)
+    _finish(result, out)
+
+
+@eval_group.command("claims")
+@click.argument("gold", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.option("--out", type=click.Path(path_type=Path), help="Folder for eval.json / eval.md [default: outputs/eval-claims-<timestamp>].")
+@run_options
+def eval_claims(gold: Path, out: Path | None, config_path, no_progress, **flags) -> None:
+    """Precision/recall/F1 of the claims stage against GOLD (see tests/data/claims_gold.jsonl)."""
+    settings = settings_from_flags(config_path, no_progress, flags)
+    click.echo(describe_backend(settings), err=True)
+    out = _eval_dir(out, "claims")
+    _finish(evaluate_claims(settings, gold, out), out)
+
+
+@eval_group.command("grounding")
+@click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("--config", "config_path", type=click.Path(path_type=Path), help="Settings file (for the taxonomy location).")
+def eval_grounding(run_dir: Path, config_path: Path | None) -> None:
+    """Grounding figures of a run folder: evidence verbatim, TL;DR numbers, tags in taxonomy."""
+    settings = settings_from_flags(config_path, True, {})
+    _finish(evaluate_grounding(settings, run_dir), run_dir)
+
+
+def _finish(result: dict, out: Path) -> None:
+    json_path, _ = write_result(result, out)
+    click.echo(markdown(result))
+    click.echo(f"written: {json_path} (and eval.md)")

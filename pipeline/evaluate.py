@@ -1,0 +1,191 @@
+"""`digest eval`: TL;DR quality on SciTLDR, claim extraction against a gold set, run grounding.
+
+Each evaluation runs the real stage through the configured backend (cache applies) by
+writing its inputs as a JSONL file and calling the same job as `digest run`, so what is
+measured is what users get.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pipeline.config import Settings
+from pipeline.errors import InputError
+from pipeline.evaluation.claims_eval import load_gold, load_gold_abstracts, score_claims
+from pipeline.evaluation.grounding import grounding_report
+from pipeline.evaluation.rouge import PROTOCOLS, lead1, oracle_sentence, score_rouge
+from pipeline.job import load_project_taxonomy, run_job
+from pipeline.outputs import SUMMARIES
+from pipeline.text import text_hash
+
+EVAL_JSON = "eval.json"
+EVAL_MD = "eval.md"
+
+
+def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    """Records of a JSONL file; a bad line is an InputError naming the file and line."""
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if line.strip():
+                    try:
+                        yield json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise InputError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def read_scitldr(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
+    """SciTLDR papers: `source` sentences, `target` reference TL;DRs, `paper_id`."""
+    papers = []
+    for row in read_jsonl(path):
+        if not isinstance(row.get("source"), list) or not row.get("target"):
+            raise InputError(f"{path}: expected SciTLDR rows with 'source' and 'target' lists")
+        papers.append(row)
+        if limit and len(papers) >= limit:
+            break
+    if not papers:
+        raise InputError(f"{path}: no papers")
+    return papers
+
+
+def _run_stage(settings: Settings, stage: str, rows: list[dict], out_dir: Path):
+    """Run one stage over rows ({id, abstract}) via the normal job; return (job, records by id)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    inputs = out_dir / "inputs.jsonl"
+    with inputs.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    run_settings = settings.model_copy(update={"stages": (stage,), "out_dir": out_dir / "run"})
+    job = run_job(run_settings, [inputs])
+    records = {r["id"]: r for r in read_jsonl(job.run_dir / SUMMARIES)}
+    return job, records
+
+
+def _stage_output(record: dict | None, stage: str) -> dict | None:
+    if record is None:
+        return None
+    result = record["stages"].get(stage) or {}
+    return result.get("output") if result.get("status") == "ok" else None
+
+
+def evaluate_tldr(settings: Settings, path: Path, out_dir: Path, *, limit: int | None = None) -> dict:
+    """ROUGE of the configured backend's TL;DRs vs lead-1 and the extractive oracle."""
+    papers = read_scitldr(path, limit)
+    rows = [{"id": p.get("paper_id"), "abstract": " ".join(p["source"])} for p in papers]
+    job, records = _run_stage(settings, "tldr", rows, out_dir)
+    references = [p["target"] for p in papers]
+    predictions, failed = [], 0
+    for row in rows:
+        output = _stage_output(records.get(text_hash(row["abstract"])), "tldr")
+        failed += output is None
+        predictions.append(output["tldr"] if output else "")  # a failure scores 0, not skipped
+    systems = {
+        "lead-1": score_rouge([lead1(p["source"]) for p in papers], references),
+        f"{job.manifest['backend']} ({job.manifest['model']})": score_rouge(predictions, references),
+        "oracle (1 sentence)": score_rouge(
+            [oracle_sentence(p["source"], p["target"]) for p in papers], references
+        ),
+    }
+    return {
+        "task": "tldr",
+        "data": str(path),
+        "papers": len(papers),
+        "failed": failed,
+        "systems": systems,
+        "run_dir": str(job.run_dir),
+        "elapsed_s": job.manifest["elapsed_s"],
+    }
+
+
+def evaluate_claims(settings: Settings, gold_path: Path, out_dir: Path) -> dict:
+    """Precision/recall/F1 of the claims stage against a hand-labelled gold file."""
+    gold = load_gold(gold_path)
+    abstracts = load_gold_abstracts(gold_path)
+    rows = [{"id": gid, "abstract": text} for gid, text in abstracts.items()]
+    job, records = _run_stage(settings, "claims", rows, out_dir)
+    predicted = {
+        gid: (_stage_output(records.get(gid), "claims") or {}).get("claims", []) for gid in gold
+    }
+    scores = score_claims(predicted, gold, abstracts=abstracts)
+    taxonomy = load_project_taxonomy(settings)
+    return {
+        "task": "claims",
+        "data": str(gold_path),
+        "system": f"{job.manifest['backend']} ({job.manifest['model']})",
+        "abstracts": len(gold),
+        "scores": {k: v for k, v in scores.items() if k != "abstracts"},
+        "per_abstract": scores["abstracts"],
+        "grounding": grounding_report(records.values(), taxonomy),
+        "run_dir": str(job.run_dir),
+    }
+
+
+def evaluate_grounding(settings: Settings, run_dir: Path) -> dict:
+    """Grounding figures for any run folder."""
+    summaries = run_dir / SUMMARIES
+    if not summaries.exists():
+        raise InputError(f"{run_dir}: no {SUMMARIES} (is this a run folder?)")
+    report = grounding_report(read_jsonl(summaries), load_project_taxonomy(settings))
+    return {"task": "grounding", "run_dir": str(run_dir), **report}
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def markdown(result: dict) -> str:
+    """A Markdown table of an evaluation result."""
+    if result["task"] == "tldr":
+        lines = [
+            f"SciTLDR ROUGE F1 ({result['papers']} papers, rouge-score with stemming)",
+            "",
+            "| system | " + " | ".join(f"R1 {p} | R2 {p} | RL {p}" for p in PROTOCOLS) + " |",
+            "|---|" + "---:|" * (3 * len(PROTOCOLS)),
+        ]
+        for name, s in result["systems"].items():
+            cells = [f"{s[p][r]:.1f}" for p in PROTOCOLS for r in ("rouge1", "rouge2", "rougeL")]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        if result["failed"]:
+            lines += ["", f"{result['failed']} TL;DR(s) failed and score 0."]
+        return "\n".join(lines) + "\n"
+    if result["task"] == "claims":
+        s = result["scores"]
+        lines = [
+            f"Claims vs gold ({result['abstracts']} abstracts), system {result['system']}",
+            "",
+            "| scope | precision | recall | F1 | TP | FP | FN |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+            f"| all | {_pct(s['precision'])} | {_pct(s['recall'])} | {_pct(s['f1'])} | {s['tp']} | {s['fp']} | {s['fn']} |",
+        ]
+        for kind, k in s["by_kind"].items():
+            lines.append(f"| {kind} | {_pct(k.get('precision'))} | {_pct(k.get('recall'))} | {_pct(k.get('f1'))} | | | |")
+        g = result["grounding"]["claims"]
+        lines += ["", f"Evidence verbatim in abstract: {_pct(g['evidence_grounded_share'])} of {g['claims']} claims."]
+        return "\n".join(lines) + "\n"
+    c, t, g = result["claims"], result["tldr"], result["tags"]
+    return "\n".join(
+        [
+            f"Grounding of {result['run_dir']} ({result['records']} records)",
+            "",
+            "| check | figure |",
+            "|---|---:|",
+            f"| claims with evidence verbatim in the abstract | {_pct(c['evidence_grounded_share'])} ({c['evidence_grounded']}/{c['claims']}) |",
+            f"| claim values found in their evidence | {_pct(c['value_in_evidence_share'])} ({c['value_in_evidence']}/{c['with_value']}) |",
+            f"| TL;DR numbers found in the abstract | {_pct(t['numbers_in_abstract_share'])} ({t['numbers_in_abstract']}/{t['numbers']}) |",
+            f"| tags outside the taxonomy | {g['outside_taxonomy']} of {g['tags']} |",
+        ]
+    ) + "\n"
+
+
+def write_result(result: dict, out_dir: Path) -> tuple[Path, Path]:
+    """Write eval.json and eval.md into out_dir."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = out_dir / EVAL_JSON, out_dir / EVAL_MD
+    json_path.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    md_path.write_text(markdown(result), encoding="utf-8")
+    return json_path, md_path

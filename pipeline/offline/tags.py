@@ -1,0 +1,583 @@
+"""Offline tagging: match taxonomy labels/synonyms in an abstract, infer the contribution type.
+
+Deterministic and stdlib-only. The abstract is tokenized once; taxonomy phrases are looked
+up as token n-grams in dicts built once per taxonomy (`Matcher`), so the cost per abstract is
+linear in its length, not in the size of the taxonomy.
+
+Matching rules:
+- lowercase synonyms match case-insensitively; a token with a capital after its first
+  character ("GNN", "NeRF") is an abbreviation and matches case-sensitively as a whole token,
+  so "GAN" never fires on "organ" and "RL" never inside "RLHF";
+- plurals ("networks", "GNNs", "strategies") and separators ("fine-tuning", "fine tuning",
+  "finetuning") fold together; overlapping phrases resolve to the longest match;
+- an acronym the abstract defines for a taxonomy phrase ("knowledge editing methods (KEs)")
+  counts as that tag wherever it is used afterwards.
+
+Scoring: a mention weighs more in a title line or the first two sentences, and for longer
+(more specific) phrases; broad tags weigh less. The strongest topical tags come first, then
+the contribution type inferred from cues ("we propose", "we prove", "a new benchmark", ...).
+Keywords are acronym definitions and model names that the taxonomy does not cover.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from typing import NamedTuple
+
+from pipeline.taxonomy import Taxonomy
+
+MAX_TAGS = 6
+MAX_KEYWORDS = 5
+CONTRIBUTION_FACET = "contribution"
+_MAX_CHARS = 20_000
+
+# Tags that say little on their own; their mentions count less (ids not in a taxonomy are ignored).
+BROAD_TAGS: dict[str, float] = {
+    "large-language-models": 0.45,
+    "transformers": 0.6,
+    "reasoning": 0.6,
+    "generalization-ood": 0.6,
+    "robustness": 0.6,
+    "efficiency": 0.6,
+    "interpretability": 0.75,
+    "generative-modeling": 0.6,
+    "multimodal-learning": 0.6,
+    "language-modeling": 0.7,
+    "representation-analysis": 0.7,
+    "cognitive-science": 0.7,
+}
+TITLE_WEIGHT = 2.0  # mentions in a title line
+LEAD_WEIGHT = 1.5  # mentions in the first two sentences
+CONTRIBUTION_PHRASE_WEIGHT = 0.3  # a bare "benchmark" or "analysis" is weak evidence of the type
+MIN_SCORE = 1.2  # a topical tag needs about one full mention ...
+RELATIVE_SCORE = 0.25  # ... and this fraction of the best tag's score
+SECOND_CONTRIBUTION = 0.8  # a runner-up contribution type this close to the best is kept too
+REPEAT_DECAY = 0.75  # the k-th mention of a tag counts REPEAT_DECAY**(k-1): repetition saturates
+MAX_CUE_HITS = 3  # one cue repeated counts at most this often
+
+_TOKEN = re.compile(r"\w+")
+_SENT_END = re.compile(r"[.!?](?=[\"')\]]?\s+[\"'(\[]?[A-Z0-9])|[。！？]")
+# Trailing words that do not change what an acronym's long form denotes.
+_GENERIC_TAIL = frozenset("method model approach framework technique algorithm system".split())
+
+
+def _is_abbrev(token: str) -> bool:
+    """True for tokens with a capital after the first character: GNN, NeRF, LoRA, 3D."""
+    return any(c.isupper() for c in token[1:])
+
+
+def _stem(word: str) -> str:
+    """Fold a lowercase word's plural onto its singular (consistently, not linguistically)."""
+    if len(word) <= 3 or not word.endswith("s") or word.endswith(("ss", "us", "is")):
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "xes", "ches", "shes")):
+        return word[:-2]
+    return word[:-1]
+
+
+def _norm_abbrev(token: str) -> str:
+    """Drop an acronym's plural 's' (GNNs -> GNN, NeRFs -> NeRF)."""
+    if len(token) >= 3 and token.endswith("s") and (token[-2].isupper() or token[-2].isdigit()):
+        return token[:-1]
+    return token
+
+
+@lru_cache(maxsize=1 << 16)
+def _forms(token: str) -> tuple[str, str, str]:
+    """(abbreviation-aware form, case-insensitive form, lowercase) of one token."""
+    token = token.strip("_")
+    low = token.lower()
+    ci = _stem(low)
+    return (_norm_abbrev(token) if _is_abbrev(token) else ci), ci, low
+
+
+def _phrase_variants(phrase: str) -> list[tuple[bool, tuple[str, ...]]]:
+    """(case-sensitive?, token key) variants of a synonym: split and hyphen-joined forms."""
+    tokens = _TOKEN.findall(phrase)
+    if not tokens:
+        return []
+    sensitive = any(_is_abbrev(t) for t in tokens)
+    slot = 0 if sensitive else 1
+    variants = [tuple(_forms(t)[slot] for t in tokens)]
+    for chunk in phrase.split():
+        if "-" in chunk:
+            joined = phrase.replace(chunk, chunk.replace("-", ""))
+            variants.append(tuple(_forms(t)[slot] for t in _TOKEN.findall(joined)))
+    return [(sensitive, v) for v in dict.fromkeys(variants)]
+
+
+class Mention(NamedTuple):
+    """One matched phrase: tag id, token span [start, end) and the weight it contributes."""
+
+    tag: str
+    start: int
+    end: int
+    weight: float = 1.0
+
+
+@dataclass
+class Matcher:
+    """Phrase index for one taxonomy; build once, then match many abstracts."""
+
+    taxonomy: Taxonomy
+    ci_index: dict[tuple[str, ...], str] = field(default_factory=dict)
+    cs_index: dict[tuple[str, ...], str] = field(default_factory=dict)
+    ci_starts: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    cs_starts: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    conflicts: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        for tag in self.taxonomy.tags.values():
+            for phrase in (tag.label, *tag.synonyms):
+                for sensitive, key in _phrase_variants(phrase):
+                    self._add(sensitive, key, tag.id, phrase)
+
+    def _add(self, sensitive: bool, key: tuple[str, ...], tag_id: str, phrase: str) -> None:
+        index = self.cs_index if sensitive else self.ci_index
+        starts = self.cs_starts if sensitive else self.ci_starts
+        owner = index.setdefault(key, tag_id)
+        if owner != tag_id:
+            self.conflicts.append((phrase, owner, tag_id))
+        lengths = {*starts.get(key[0], ()), len(key)}
+        starts[key[0]] = tuple(sorted(lengths, reverse=True))
+
+    @cached_property
+    def order(self) -> dict[str, int]:
+        """Tag id -> position in the taxonomy file (the last tie-breaker)."""
+        return {tag_id: k for k, tag_id in enumerate(self.taxonomy.tags)}
+
+    def scan(self, cs: tuple[str, ...], ci: tuple[str, ...], aliases: dict[str, str]) -> list[Mention]:
+        """Longest-match, left-to-right mentions over token forms (unweighted)."""
+        out: list[Mention] = []
+        cs_starts, ci_starts = self.cs_starts, self.ci_starts
+        i, n = 0, len(cs)
+        while i < n:
+            hit = None
+            if cs[i] in cs_starts or ci[i] in ci_starts:
+                hit = self._longest(cs, ci, i)
+            if hit is None and cs[i] in aliases:
+                hit = (aliases[cs[i]], 1)
+            if hit is None:
+                i += 1
+                continue
+            out.append(Mention(hit[0], i, i + hit[1]))
+            i += hit[1]
+        return out
+
+    def _longest(self, cs: tuple[str, ...], ci: tuple[str, ...], i: int) -> tuple[str, int] | None:
+        best: tuple[str, int] | None = None
+        for seq, index, starts in (
+            (cs, self.cs_index, self.cs_starts),
+            (ci, self.ci_index, self.ci_starts),
+        ):
+            for n in starts.get(seq[i], ()):
+                if best is not None and n <= best[1]:
+                    break
+                if i + n > len(seq):
+                    continue
+                tag_id = index.get(seq[i : i + n])
+                if tag_id is not None:
+                    best = (tag_id, n)
+                    break
+        return best
+
+    def tag_of_phrase(self, phrase: str) -> str | None:
+        """The tag whose one phrase spans all of `phrase` (or all but a generic last word)."""
+        tokens = _TOKEN.findall(phrase)
+        for size in (len(tokens), len(tokens) - 1):
+            if size < 1 or (size < len(tokens) and _forms(tokens[-1])[1] not in _GENERIC_TAIL):
+                continue
+            forms = [_forms(t) for t in tokens[:size]]
+            found = self.scan(tuple(f[0] for f in forms), tuple(f[1] for f in forms), {})
+            if len(found) == 1 and found[0].end - found[0].start == size:
+                return found[0].tag
+        return None
+
+    def mentions(self, text: str) -> list[Mention]:
+        """Position-weighted taxonomy mentions in `text` (see the module docstring)."""
+        return _Analysis(self, text[:_MAX_CHARS]).mentions
+
+
+class _Analysis:
+    """One abstract, tokenized once: token forms, acronym definitions, weighted mentions."""
+
+    def __init__(self, matcher: Matcher, text: str) -> None:
+        self.text = text
+        self.tokens = _TOKEN.findall(text)
+        forms = [_forms(t) for t in self.tokens]
+        cs, ci, self.lower = (tuple(col) for col in zip(*forms)) if forms else ((), (), ())
+        self.definitions = _definitions(text)
+        self.aliases = _aliases(matcher, self.definitions)
+        self.mentions = _weigh(matcher.scan(cs, ci, self.aliases), text)
+
+
+def _lead_bounds(text: str) -> tuple[int, int]:
+    """Token counts of a title line (0 if none) and of the title plus first two sentences."""
+    title_end = 0
+    first, sep, _rest = text.partition("\n")
+    if sep and 0 < len(first.strip()) <= 200 and not first.rstrip().endswith("."):
+        title_end = len(first)
+    lead_end = len(text)
+    for k, m in enumerate(_SENT_END.finditer(text, title_end)):
+        if k == 1:
+            lead_end = m.end()
+            break
+    n_title = len(_TOKEN.findall(text, 0, title_end)) if title_end else 0
+    return n_title, n_title + len(_TOKEN.findall(text, title_end, lead_end))
+
+
+def _weigh(spans: list[Mention], text: str) -> list[Mention]:
+    """Weight mentions by place and specificity; a phrase and its adjacent acronym count once."""
+    n_title, n_lead = _lead_bounds(text)
+    out: list[Mention] = []
+    for tag, start, end, _w in spans:
+        place = 1.0
+        weight = place * min(2.0, 1.0 + 0.3 * (end - start - 1)) * BROAD_TAGS.get(tag, 1.0)
+        if out and out[-1].tag == tag and out[-1].end == start:
+            out[-1] = Mention(tag, out[-1].start, end, max(out[-1].weight, weight))
+        else:
+            out.append(Mention(tag, start, end, weight))
+    return out
+
+
+# Acronym definitions ------------------------------------------------------------------------
+
+_DEF = re.compile(r"\(\s*([A-Za-z][A-Za-z0-9\-]{0,14})\s*\)")
+_MARKUP = re.compile(r"[*_`$\\{}\"“”‘’']")
+_STOP = frozenset(
+    """a an the of to in on for and or with by from as at is are was were be this that these
+    those it its we our their which via using based into over under between through""".split()
+)
+
+
+def _is_acronym(token: str) -> bool:
+    """Two or more capitals: FS-KAN, MCbiF, AnD."""
+    return sum(c.isupper() for c in token) >= 2
+
+
+def _initials(words: list[str]) -> str:
+    """Letters a long form contributes to its acronym: initials, or whole all-caps words."""
+    out = []
+    for word in words:
+        for part in word.split("-"):
+            if part and part.lower() not in _STOP:
+                out.append(part.lower() if _is_acronym(part) else part[0].lower())
+    return "".join(out)
+
+
+def _initials_score(words: list[str], letters: str) -> int:
+    """How well a candidate long form spells the acronym: matched minus unmatched initials."""
+    score, pos = 0, 0
+    for ch in _initials(words):
+        found = letters.find(ch, pos)
+        if found < 0:
+            score -= 1
+        else:
+            score, pos = score + 1, found + 1
+    return score
+
+
+def _long_form(before: str, acronym: str) -> str | None:
+    """The 1-4 words before '(ACR)' that best spell the acronym, starting with its first letter."""
+    words = [_MARKUP.sub("", w).strip(",;:") for w in before.split()[-4:]]
+    letters = "".join(c for c in acronym.lower() if c.isalnum())
+    best: tuple[int, int] | None = None
+    for k in range(1, len(words) + 1):
+        head = words[-k]
+        if not head or not head[0].isalnum():
+            break
+        if head[0].lower() != letters[0] or head.lower() in _STOP:
+            continue
+        score = _initials_score(words[-k:], letters)
+        if score > 0 and (best is None or score > best[0]):
+            best = (score, k)
+    return " ".join(words[-best[1] :]) if best else None
+
+
+def _definitions(text: str) -> list[tuple[str, str, int]]:
+    """(long form, acronym, offset) for each 'Long Form (ACR)' in the text."""
+    out: list[tuple[str, str, int]] = []
+    for m in _DEF.finditer(text):
+        acronym = m.group(1).strip("-")
+        if _is_acronym(acronym):
+            long = _long_form(text[max(0, m.start() - 120) : m.start()], acronym)
+            if long:
+                out.append((long, acronym, m.start()))
+    return out
+
+
+def _aliases(matcher: Matcher, definitions: list[tuple[str, str, int]]) -> dict[str, str]:
+    """Acronyms defined for a taxonomy phrase -> that tag ('knowledge editing methods (KEs)')."""
+    out: dict[str, str] = {}
+    for long, acronym, _pos in definitions:
+        form = _forms(acronym)[0]
+        if (form,) in matcher.cs_index:
+            continue
+        tag_id = matcher.tag_of_phrase(long)
+        if tag_id:
+            out[form] = tag_id
+    return out
+
+
+# Contribution type --------------------------------------------------------------------------
+
+
+def _words(spec: str) -> frozenset[str]:
+    """A word set from 'a|b|c'."""
+    return frozenset(spec.split("|"))
+
+
+# (tag id, slots, weight): consecutive lowercase tokens, each in its slot ('a|b' = a or b);
+# words ending in -ly are skipped first, so "we also propose" matches ("we", "propose").
+_SEQ_CUES: list[tuple[str, tuple[str, ...], float]] = [
+    ("new-method", ("we", "propose|introduce|present|develop|design|devise"), 2.0),
+    ("new-method", ("this", "paper|work", "proposes|introduces|presents|develops"), 2.0),
+    ("new-method", ("our|proposed", "method|approach|framework|algorithm|architecture"), 1.0),
+    ("new-method", ("outperform|outperforms|outperforming|outperformed",), 1.0),
+    ("new-method", ("novel", "method|approach|framework|architecture|algorithm"), 1.0),
+    ("theoretical-analysis", ("we", "prove|derive"), 2.5),
+    ("theoretical-analysis", ("theorem|theorems|provable|provably|guarantee|guarantees",), 1.2),
+    ("theoretical-analysis", ("upper|lower|generalization|regret|error|tight", "bound|bounds"), 1.5),
+    ("theoretical-analysis", ("bounds|bounded",), 0.8),
+    ("theoretical-analysis", ("convergence", "rate|rates|guarantee|guarantees|analysis"), 1.2),
+    ("theoretical-analysis", ("theoretical|theoretically",), 1.0),
+    ("theoretical-analysis", ("closed", "form"), 1.0),
+    ("theoretical-analysis", ("we", "formalize|formalise|characterize|characterise"), 1.0),
+    (
+        "empirical-study",
+        ("we", "study|investigate|analyze|analyse|examine|explore|probe|test|ask|measure"),
+        1.5,
+    ),
+    (
+        "empirical-study",
+        ("this", "paper|work|study", "investigates|studies|examines|analyzes|analyses|explores"),
+        1.5,
+    ),
+    ("empirical-study", ("we", "find|observe|found|uncover|reveal"), 1.0),
+    (
+        "empirical-study",
+        ("systematic|empirical|comprehensive|controlled", "study|analysis|evaluation|investigation"),
+        2.0,
+    ),
+    ("empirical-study", ("large", "scale", "study|analysis|evaluation|investigation"), 2.0),
+    ("survey", ("this|we", "survey|review"), 3.0),
+    ("survey", ("survey|overview", "of"), 3.0),
+    ("survey", ("systematic|literature|comprehensive", "review"), 3.0),
+    ("position-paper", ("position", "paper"), 4.0),
+    ("position-paper", ("this", "position"), 4.0),
+    ("system-tooling", ("open", "source", "library|toolkit|tool|package|platform"), 2.5),
+]
+_INTRO = "introduce|introduces|present|presents|propose|proposes|construct|constructs|release|releases|curate|curates|build|builds|create|creates"
+# (tag id, trigger words, target words, window, weight): a target within `window` tokens after a trigger.
+_WINDOW_CUES: list[tuple[str, str, str, int, float]] = [
+    ("benchmark-dataset", _INTRO, "benchmark|benchmarks|dataset|datasets|corpus|testbed", 7, 3.0),
+    (
+        "benchmark-dataset",
+        "new|novel|first|comprehensive|challenging",
+        "benchmark|benchmarks|dataset|datasets",
+        2,
+        2.0,
+    ),
+    (
+        "evaluation-metric",
+        "propose|proposes|introduce|introduces|define|defines",
+        "metric|metrics|measure|score|index",
+        9,
+        2.5,
+    ),
+]
+# (tag id, substrings of the raw text, weight): cues for Chinese abstracts.
+_CJK_CUES: list[tuple[str, tuple[str, ...], float]] = [
+    ("new-method", ("我们提出", "本文提出", "提出了"), 2.0),
+    ("benchmark-dataset", ("基准", "数据集"), 1.5),
+    ("theoretical-analysis", ("证明", "定理"), 1.5),
+    ("empirical-study", ("实证", "分析了", "研究了"), 1.0),
+    ("survey", ("综述",), 3.0),
+]
+
+
+def _cue_index() -> dict[str, list[tuple[int, tuple[frozenset[str], ...], int]]]:
+    """First word -> [(cue number, remaining slots, window)] over _SEQ_CUES then _WINDOW_CUES."""
+    index: dict[str, list[tuple[int, tuple[frozenset[str], ...], int]]] = {}
+    for k, (_tag, slots, _w) in enumerate(_SEQ_CUES):
+        for word in _words(slots[0]):
+            index.setdefault(word, []).append((k, tuple(_words(s) for s in slots[1:]), 0))
+    for j, (_tag, trigger, target, window, _w) in enumerate(_WINDOW_CUES):
+        for word in _words(trigger):
+            index.setdefault(word, []).append((len(_SEQ_CUES) + j, (_words(target),), window))
+    return index
+
+
+_CUE_INDEX = _cue_index()
+_CUE_TAGS = [(tag, w) for tag, _s, w in _SEQ_CUES] + [(c[0], c[4]) for c in _WINDOW_CUES]
+
+
+def _cue_hits(lower: tuple[str, ...]) -> Counter[int]:
+    """Cue number -> times it fires in the lowercase tokens."""
+    words = [w for w in lower if not (w.endswith("ly") and len(w) > 4 and w not in _CUE_INDEX)]
+    hits: Counter[int] = Counter()
+    n = len(words)
+    for i, word in enumerate(words):
+        for k, rest, window in _CUE_INDEX.get(word, ()):
+            if window:
+                targets = rest[0]
+                if any(w in targets for w in words[i + 1 : i + 1 + window]):
+                    hits[k] += 1
+            elif i + len(rest) < n and all(words[i + 1 + j] in s for j, s in enumerate(rest)):
+                hits[k] += 1
+    return hits
+
+
+def _contribution_scores(analysis: _Analysis, tax: Taxonomy) -> Counter[str]:
+    """Contribution-type scores from cues plus weak phrase mentions ('benchmark', 'analysis')."""
+    scores: Counter[str] = Counter()
+    for k, count in _cue_hits(analysis.lower).items():
+        tag_id, weight = _CUE_TAGS[k]
+        scores[tag_id] += weight * min(count, MAX_CUE_HITS)
+    if not analysis.text.isascii():
+        for tag_id, needles, weight in _CJK_CUES:
+            hits = sum(analysis.text.count(s) for s in needles)
+            scores[tag_id] += weight * min(hits, MAX_CUE_HITS)
+    for m in analysis.mentions:
+        if tax.facet_of[m.tag] == CONTRIBUTION_FACET:
+            scores[m.tag] += CONTRIBUTION_PHRASE_WEIGHT * m.weight
+    return Counter({t: s for t, s in scores.items() if s > 0 and t in tax.tags})
+
+
+def _fallback_contribution(tax: Taxonomy) -> str:
+    """The default contribution type (first tag of its facet), else the taxonomy's first tag."""
+    for facet in tax.facets:
+        if facet.id == CONTRIBUTION_FACET and facet.tags:
+            return facet.tags[0].id
+    return tax.ids[0]
+
+
+# Selection ----------------------------------------------------------------------------------
+
+
+def _rank(scores: Counter[str], first: dict[str, int], order: dict[str, int]) -> list[str]:
+    """Tag ids by score (desc), then first mention, then taxonomy order."""
+    return sorted(scores, key=lambda t: (-scores[t], first.get(t, 0), order[t]))
+
+
+def _topical(analysis: _Analysis, matcher: Matcher) -> list[str]:
+    """The strongest non-contribution tags, best first (at least one if any was mentioned)."""
+    facet_of = matcher.taxonomy.facet_of
+    scores: Counter[str] = Counter()
+    seen: Counter[str] = Counter()
+    first: dict[str, int] = {}
+    for m in analysis.mentions:
+        if facet_of[m.tag] != CONTRIBUTION_FACET:
+            scores[m.tag] += m.weight * REPEAT_DECAY ** seen[m.tag]
+            seen[m.tag] += 1
+            first.setdefault(m.tag, m.start)
+    ranked = _rank(scores, first, matcher.order)
+    if not ranked:
+        return []
+    floor = max(MIN_SCORE, RELATIVE_SCORE * scores[ranked[0]])
+    kept = [t for t in ranked if scores[t] >= floor] or ranked[:1]
+    return sorted(kept, key=lambda t: t in BROAD_TAGS)  # stable: specific tags before broad ones
+
+
+def _contributions(analysis: _Analysis, matcher: Matcher) -> list[str]:
+    """The contribution type (and a close runner-up), or the fallback when no cue fires."""
+    scores = _contribution_scores(analysis, matcher.taxonomy)
+    kinds = _rank(scores, {}, matcher.order)
+    if not kinds:
+        return [_fallback_contribution(matcher.taxonomy)]
+    if len(kinds) > 1 and scores[kinds[1]] >= SECOND_CONTRIBUTION * scores[kinds[0]]:
+        return kinds[:2]
+    return kinds[:1]
+
+
+def _select(analysis: _Analysis, matcher: Matcher) -> list[str]:
+    """1..MAX_TAGS ids: topical tags best first, then the contribution type(s)."""
+    kinds = _contributions(analysis, matcher)
+    topical = _topical(analysis, matcher)
+    if len(topical) + len(kinds) > MAX_TAGS:
+        kinds = kinds[:1]
+    return topical[: MAX_TAGS - len(kinds)] + [k for k in kinds if k not in topical]
+
+
+# Keywords -----------------------------------------------------------------------------------
+
+_NAME = re.compile(r"[A-Z][A-Za-z]*[A-Z0-9][A-Za-z0-9]*(?:[\-.][A-Za-z0-9]+)*")
+_NAME_SUFFIX = re.compile(
+    r"-(?:based|like|style|level|free|only|aware|specific|wise|guided|driven|induced)$"
+)
+_GENERIC_ACRONYMS = frozenset("AI ML DL NN NNs DNN DNNs ANN SOTA API GPU GPUs CPU TPU".split())
+
+
+def _uses(text: str, word: str) -> int:
+    """Occurrences of `word` in `text` as a whole token."""
+    return len(re.findall(rf"(?<![\w\-]){re.escape(word)}(?!\w)", text))
+
+
+def _definition_keywords(analysis: _Analysis, matcher: Matcher) -> dict[str, tuple[float, int]]:
+    """'Long Form (ACR)' phrases the taxonomy does not cover, scored by how often ACR is used."""
+    out: dict[str, tuple[float, int]] = {}
+    for long, acronym, pos in analysis.definitions:
+        if acronym in _GENERIC_ACRONYMS or _forms(acronym)[0] in analysis.aliases:
+            continue
+        if matcher.tag_of_phrase(long) or matcher.tag_of_phrase(acronym):
+            continue
+        out.setdefault(f"{long} ({acronym})", (3.0 + _uses(analysis.text, acronym), pos))
+    return out
+
+
+def _name_keywords(
+    analysis: _Analysis, matcher: Matcher, seen: set[str]
+) -> dict[str, tuple[float, int]]:
+    """Model/dataset names (inner capitals or digits: Llama-3.2-1B, HSSBench), scored by count."""
+    text = analysis.text
+    names: Counter[str] = Counter()
+    for m in _NAME.finditer(text):
+        if m.start() and (text[m.start() - 1].isalnum() or text[m.start() - 1] in "-_"):
+            continue
+        names[_NAME_SUFFIX.sub("", m.group())] += 1
+    out: dict[str, tuple[float, int]] = {}
+    for name, count in names.items():
+        if len(name) < 3 or name in _GENERIC_ACRONYMS or _norm_abbrev(name).lower() in seen:
+            continue
+        if (count >= 2 or any(c.isdigit() for c in name)) and not matcher.tag_of_phrase(name):
+            out[name] = (float(count), text.find(name))
+    return out
+
+
+def _keywords(analysis: _Analysis, matcher: Matcher) -> list[str]:
+    """0..MAX_KEYWORDS salient phrases not covered by the taxonomy, strongest first."""
+    scored = _definition_keywords(analysis, matcher)
+    seen = {_norm_abbrev(acr).lower() for _long, acr, _pos in analysis.definitions}
+    for name, score in _name_keywords(analysis, matcher, seen).items():
+        scored.setdefault(name, score)
+    ranked = sorted(scored, key=lambda k: (-scored[k][0], scored[k][1]))
+    return ranked[:MAX_KEYWORDS]
+
+
+# Entry point --------------------------------------------------------------------------------
+
+_MATCHERS: dict[int, Matcher] = {}
+_MAX_CACHED = 8
+
+
+def matcher_for(taxonomy: Taxonomy) -> Matcher:
+    """The cached Matcher of a taxonomy object (built on first use)."""
+    cached = _MATCHERS.get(id(taxonomy))
+    if cached is not None and cached.taxonomy is taxonomy:
+        return cached
+    if len(_MATCHERS) >= _MAX_CACHED:
+        _MATCHERS.clear()
+    matcher = _MATCHERS[id(taxonomy)] = Matcher(taxonomy)
+    return matcher
+
+
+def match_tags(text: str, taxonomy: Taxonomy) -> tuple[list[str], list[str]]:
+    """(tag ids, free keywords) for one abstract; always at least one tag."""
+    matcher = matcher_for(taxonomy)
+    analysis = _Analysis(matcher, text[:_MAX_CHARS])
+    return _select(analysis, matcher), _keywords(analysis, matcher)

@@ -1,0 +1,259 @@
+"""Offline tag matcher and the shipped taxonomy: fast, no network."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from pipeline.offline.tags import BROAD_TAGS, match_tags, matcher_for
+from pipeline.schemas import TagsOutput
+from pipeline.taxonomy import Taxonomy, load_taxonomy
+
+ROOT = Path(__file__).resolve().parents[1]
+TAXONOMY = ROOT / "prompts" / "taxonomy.yaml"
+EXAMPLES = ROOT / "examples" / "iclr2026"
+CORE_FACETS = {"method", "task", "area"}
+
+KAN_ABSTRACT = (
+    "Permutation equivariant neural networks employing parameter-sharing schemes have emerged "
+    "as powerful models for leveraging data symmetries. Recently, Kolmogorov-Arnold Networks "
+    "(KANs) have demonstrated promise through their interpretability. This paper introduces "
+    "Function Sharing KAN (FS-KAN), a principled approach to constructing equivariant and "
+    "invariant KA layers for arbitrary permutation symmetry groups."
+)
+
+
+@pytest.fixture(scope="module")
+def tax() -> Taxonomy:
+    return load_taxonomy(TAXONOMY)
+
+
+@pytest.fixture(scope="module")
+def samples() -> list[str]:
+    out: list[str] = []
+    for path in sorted(EXAMPLES.glob("*.txt")):
+        _header, _sep, body = path.read_text(encoding="utf-8").partition("\n")
+        out += [block.strip() for block in body.split("\n\n") if block.strip()]
+    return out
+
+
+def _facets(tags: list[str], tax: Taxonomy) -> set[str]:
+    return {tax.facet_of[t] for t in tags}
+
+
+def _validate(tags: list[str], keywords: list[str], tax: Taxonomy) -> TagsOutput:
+    return TagsOutput.model_validate({"tags": tags, "keywords": keywords}, context={"taxonomy": tax})
+
+
+# Taxonomy -------------------------------------------------------------------------------------
+
+
+def test_taxonomy_is_sizeable_with_required_facets(tax: Taxonomy) -> None:
+    sizes = {f.id: len(f.tags) for f in tax.facets}
+    assert set(sizes) >= CORE_FACETS | {"contribution"}
+    assert 120 <= sum(sizes.values()) <= 220
+    assert sizes["method"] >= 40 and sizes["task"] >= 30 and sizes["area"] >= 20
+    assert sizes["contribution"] >= 5
+
+
+def test_tag_ids_unique_and_every_tag_has_synonyms(tax: Taxonomy) -> None:
+    ids = [t.id for f in tax.facets for t in f.tags]
+    assert len(ids) == len(set(ids))
+    thin = [t.id for t in tax.tags.values() if len(t.synonyms) < 3]
+    assert not thin, f"tags with fewer than 3 synonyms: {thin}"
+
+
+def test_every_label_and_synonym_resolves_to_its_tag(tax: Taxonomy) -> None:
+    wrong = [
+        (name, tag.id, tax.resolve(name))
+        for tag in tax.tags.values()
+        for name in (tag.id, tag.label, *tag.synonyms)
+        if tax.resolve(name) != tag.id
+    ]
+    assert not wrong
+
+
+def test_matcher_index_has_no_conflicting_phrases(tax: Taxonomy) -> None:
+    # Plural/hyphen folding must not make two tags' synonyms collide.
+    assert matcher_for(tax).conflicts == []
+
+
+def test_contribution_cue_ids_exist_in_taxonomy(tax: Taxonomy) -> None:
+    from pipeline.offline.tags import _CJK_CUES, _SEQ_CUES, _WINDOW_CUES
+
+    cue_ids = {c[0] for c in _SEQ_CUES + _WINDOW_CUES + _CJK_CUES}
+    assert cue_ids <= set(tax.ids)
+    assert set(BROAD_TAGS) <= set(tax.ids)
+
+
+# The 57 shipped samples ----------------------------------------------------------------------
+
+
+def test_samples_are_the_57_iclr_abstracts(samples: list[str]) -> None:
+    assert len(samples) == 57
+
+
+def test_every_sample_gets_a_topical_tag_and_validates(samples: list[str], tax: Taxonomy) -> None:
+    for text in samples:
+        tags, keywords = match_tags(text, tax)
+        out = _validate(tags, keywords, tax)
+        assert out.tags == tags, "tags must already be canonical ids without duplicates"
+        assert _facets(tags, tax) & CORE_FACETS, f"only a contribution tag for: {text[:80]}"
+        assert tax.facet_of[tags[-1]] == "contribution" or len(tags) == 6
+        assert tax.facet_of[tags[0]] != "contribution"
+
+
+def test_samples_use_a_varied_set_of_tags(samples: list[str], tax: Taxonomy) -> None:
+    counts = Counter(t for text in samples for t in match_tags(text, tax)[0])
+    assert len(counts) >= 40
+    # No single topical tag swamps the set (the fallback is not doing all the work either).
+    topical = {t: n for t, n in counts.items() if tax.facet_of[t] != "contribution"}
+    assert max(topical.values()) < len(samples) * 0.5
+
+
+def test_keywords_are_short_and_not_taxonomy_phrases(samples: list[str], tax: Taxonomy) -> None:
+    total = 0
+    for text in samples:
+        _tags, keywords = match_tags(text, tax)
+        total += len(keywords)
+        for kw in keywords:
+            assert len(kw.split()) <= 5
+            assert tax.resolve(kw) is None, kw
+    assert total >= 20
+
+
+def test_output_is_deterministic(samples: list[str], tax: Taxonomy) -> None:
+    first = [match_tags(text, tax) for text in samples]
+    again = [match_tags(text, tax) for text in samples]
+    assert first == again
+
+
+# Targeted cases ------------------------------------------------------------------------------
+
+
+def test_kan_with_permutation_equivariance(tax: Taxonomy) -> None:
+    tags, keywords = match_tags(KAN_ABSTRACT, tax)
+    assert {"kolmogorov-arnold-networks", "equivariant-networks"} <= set(tags)
+    assert "Function Sharing KAN (FS-KAN)" in keywords
+
+
+def test_kan_sample_from_examples(samples: list[str], tax: Taxonomy) -> None:
+    text = next(s for s in samples if "Kolmogorov-Arnold" in s)
+    tags, _keywords = match_tags(text, tax)
+    assert tags[:2] == ["equivariant-networks", "kolmogorov-arnold-networks"]
+
+
+@pytest.mark.parametrize("text", ["Organ donation outcomes.", "The ORGAN registry.", "an organ."])
+def test_organ_does_not_trigger_gan(text: str, tax: Taxonomy) -> None:
+    assert "generative-adversarial-networks" not in match_tags(text, tax)[0]
+
+
+def test_abbreviations_match_case_sensitively_as_whole_tokens(tax: Taxonomy) -> None:
+    assert "generative-adversarial-networks" in match_tags("We train a GAN on faces.", tax)[0]
+    assert "generative-adversarial-networks" in match_tags("Two GANs are compared.", tax)[0]
+    rlhf = match_tags("We align models with RLHF and compare RLHF variants.", tax)[0]
+    assert "rlhf" in rlhf and "reinforcement-learning" not in rlhf
+    assert "reinforcement-learning" in match_tags("We train RL agents with RL-based rewards.", tax)[0]
+    assert "reinforcement-learning" not in match_tags("the url was rl-compatible", tax)[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "tag"),
+    [
+        ("Finetuning large models is costly; we study finetuning.", "llm-fine-tuning"),
+        ("Fine tuning large models is costly; we study fine tuning.", "llm-fine-tuning"),
+        ("We benchmark GNNs on molecules. GNNs are popular.", "graph-neural-networks"),
+        ("Graph Neural Networks are popular message-passing models.", "graph-neural-networks"),
+        ("Vision-language models (VLMs) caption images.", "vision-language-models"),
+        ("Self-supervised learning of visual features via masked image modeling.", "self-supervised-learning"),
+    ],
+)
+def test_plural_case_and_hyphen_variants(text: str, tag: str, tax: Taxonomy) -> None:
+    assert tag in match_tags(text, tax)[0]
+
+
+def test_defined_acronym_counts_for_its_tag(tax: Taxonomy) -> None:
+    text = (
+        "Knowledge editing methods (KEs) update facts in models. Misinformation is a risk. "
+        "We show KEs leave traces; detecting KEs is possible, and KEs can be reversed."
+    )
+    tags, keywords = match_tags(text, tax)
+    assert tags[0] == "knowledge-editing"
+    assert not any("KEs" in kw for kw in keywords)
+
+
+def test_lead_mentions_and_specific_tags_rank_first(tax: Taxonomy) -> None:
+    text = (
+        "We study diffusion models for protein design with large language models. "
+        "Large language models are used as text encoders. Results use large language models. "
+        "We also briefly note a graph neural network baseline."
+    )
+    tags, _ = match_tags(text, tax)
+    assert tags.index("diffusion-models") < tags.index("large-language-models")
+    assert tags.index("proteins") < tags.index("large-language-models")
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("We propose a novel attention mechanism that outperforms baselines.", "new-method"),
+        ("We introduce a new benchmark of 5,000 questions to evaluate LLMs.", "benchmark-dataset"),
+        ("We prove a tight upper bound on the sample complexity of learning.", "theoretical-analysis"),
+        ("We study how transformers use positional encodings and find that heads specialize.", "empirical-study"),
+        ("This survey reviews work on diffusion models and offers an overview of open problems.", "survey"),
+        ("本文提出了一种新的方法。", "new-method"),
+    ],
+)
+def test_contribution_type_from_cues(text: str, kind: str, tax: Taxonomy) -> None:
+    tags, _ = match_tags(text, tax)
+    assert kind in tags
+    assert [t for t in tags if tax.facet_of[t] == "contribution"][0] == kind
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "   \n  ",
+        "图神经网络在许多任务上表现良好。",
+        "本文提出了一种新的图神经网络方法，并在多个数据集上验证了其有效性。",
+        "x" * 30_000,
+        "!!! ??? ...",
+    ],
+)
+def test_text_without_matches_still_gets_one_tag(text: str, tax: Taxonomy) -> None:
+    tags, keywords = match_tags(text, tax)
+    assert len(tags) == 1 and tax.facet_of[tags[0]] == "contribution"
+    _validate(tags, keywords, tax)
+
+
+def test_never_more_than_six_tags_or_five_keywords(tax: Taxonomy) -> None:
+    text = " ".join(
+        f"We propose {label} for {label}." for label in [t.label for t in tax.tags.values()][:80]
+    ) + " Alpha Beta (AB), Gamma Delta (GD), Eps Zeta (EZ), Eta Theta (ET), Iota Kappa (IK), Mu Nu (MN)."
+    tags, keywords = match_tags(text, tax)
+    assert len(tags) == 6 and len(keywords) == 5
+    _validate(tags, keywords, tax)
+
+
+def test_matcher_is_built_once_per_taxonomy(tax: Taxonomy) -> None:
+    assert matcher_for(tax) is matcher_for(tax)
+    other = load_taxonomy(TAXONOMY)
+    assert matcher_for(other) is not matcher_for(tax)
+    assert matcher_for(other).ci_index == matcher_for(tax).ci_index
+
+
+def test_throughput(samples: list[str], tax: Taxonomy) -> None:
+    # The target is >= 2000 abstracts/s; the bound here is lenient so a busy CI box does not flake,
+    # but it still fails if, say, the index were rebuilt for every call.
+    match_tags(samples[0], tax)
+    best = 0.0
+    for _ in range(3):
+        start = time.perf_counter()
+        for text in samples * 4:
+            match_tags(text, tax)
+        best = max(best, len(samples) * 4 / (time.perf_counter() - start))
+    assert best >= 800, f"{best:.0f} abstracts/s"

@@ -1,0 +1,531 @@
+"""bench.openai_server through the real openai client: answers, faults, limits, counters, lifecycle."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import openai
+import pytest
+from pydantic import ValidationError
+
+from bench.openai_server import (
+    REFUSAL_TEXT,
+    UNGROUNDED_TAG,
+    OpenAIServer,
+    RateLimiter,
+    ServerConfig,
+    max_in_window,
+    parse_chat,
+    request_key,
+)
+from pipeline.schemas import STAGE_SCHEMAS
+from pipeline.taxonomy import Taxonomy
+
+# The servers here bind 127.0.0.1 only; everything else stays blocked.
+pytestmark = pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$"])
+
+REPO = Path(__file__).resolve().parents[1]
+ABSTRACT = (
+    "We propose SparseFormer, a sparse transformer for image classification. "
+    "SparseFormer improves top-1 accuracy by 5.1% on ImageNet over ViT-B. "
+    "It also halves the training cost."
+)
+TAXONOMY = Taxonomy.model_validate(
+    {
+        "version": 1,
+        "facets": [
+            {
+                "id": "method",
+                "label": "Method",
+                "tags": [{"id": "transformer", "label": "Transformer", "synonyms": ["ViT"]}],
+            }
+        ],
+    }
+)
+STAGES = ("tldr", "tags", "claims")
+
+
+def stub_answer(stage: str, abstract: str) -> dict:
+    """Grounded, schema-valid answers for ABSTRACT (other abstracts only get a tldr)."""
+    if stage == "tldr":
+        return {"tldr": "SparseFormer is a sparse transformer for image classification."}
+    if stage == "tags":
+        return {"tags": ["transformer"], "keywords": ["sparsity"]}
+    if stage == "claims":
+        claim = {
+            "statement": "SparseFormer beats ViT-B on ImageNet top-1 accuracy.",
+            "kind": "quantitative",
+            "metric": "top-1 accuracy",
+            "value": "5.1",
+            "unit": "%",
+            "dataset": "ImageNet",
+            "comparison": "ViT-B",
+            "evidence": "SparseFormer improves top-1 accuracy by 5.1% on ImageNet over ViT-B.",
+        }
+        return {"claims": [claim]}
+    raise ValueError(f"unknown stage {stage!r}")
+
+
+def validate(stage: str, content: str, abstract: str = ABSTRACT) -> None:
+    """Validate like the pipeline does, grounding included; raises ValidationError."""
+    context = {"abstract": abstract, "taxonomy": TAXONOMY}
+    STAGE_SCHEMAS[stage].model_validate(json.loads(content), context=context)
+
+
+def messages_for(stage: str, abstract: str = ABSTRACT, *, reask: bool = False) -> list[dict]:
+    messages = [
+        {"role": "system", "content": f"Answer with JSON only. (name: {stage})"},
+        {"role": "user", "content": f"Read this.\n<abstract>\n{abstract}\n</abstract>"},
+    ]
+    if reask:
+        messages += [
+            {"role": "assistant", "content": '{"oops": 1}'},
+            {"role": "user", "content": "That failed validation: fix it."},
+        ]
+    return messages
+
+
+def response_format(stage: str, mode: str) -> dict:
+    if mode == "json_object":
+        return {"type": "json_object"}
+    schema = {"type": "object"}
+    return {"type": "json_schema", "json_schema": {"name": stage, "schema": schema, "strict": True}}
+
+
+def ask(client, stage="tldr", abstract=ABSTRACT, *, reask=False, mode="json_schema"):
+    """One chat completion shaped like the pipeline's requests."""
+    return client.chat.completions.create(
+        model="test-model",
+        messages=messages_for(stage, abstract, reask=reask),
+        response_format=response_format(stage, mode),
+        temperature=0,
+        max_tokens=400,
+    )
+
+
+@pytest.fixture
+def make_server():
+    """Start servers with the stub answer; all are stopped at teardown."""
+    servers: list[OpenAIServer] = []
+
+    def make(answer_fn=stub_answer, **config) -> OpenAIServer:
+        server = OpenAIServer(ServerConfig(**config), answer_fn=answer_fn)
+        server.start()
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        server.stop()
+
+
+def client_for(server: OpenAIServer, *, timeout: float = 5.0, api_key: str = "test-key"):
+    return openai.OpenAI(base_url=server.base_url, api_key=api_key, max_retries=0, timeout=timeout)
+
+
+# --- clean answers ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["json_schema", "json_object"])
+@pytest.mark.parametrize("stage", STAGES)
+def test_clean_answer_parses_and_validates(make_server, stage, mode):
+    server = make_server()
+    with client_for(server) as client:
+        completion = ask(client, stage, mode=mode)
+    choice = completion.choices[0]
+    assert completion.object == "chat.completion"
+    assert completion.model == "test-model"
+    assert choice.finish_reason == "stop"
+    assert choice.message.role == "assistant"
+    assert choice.message.refusal is None
+    assert json.loads(choice.message.content) == stub_answer(stage, ABSTRACT)
+    validate(stage, choice.message.content)
+    usage = completion.usage
+    assert usage.completion_tokens == (len(choice.message.content) + 3) // 4
+    assert usage.prompt_tokens > len(ABSTRACT) // 4
+    assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
+    stats = server.stats()
+    assert stats["by_status"] == {200: 1}
+    assert stats["by_stage"] == {stage: 1}
+    assert stats["by_key"] == {request_key(stage, ABSTRACT): 1}
+    assert stats["total_tokens"] == usage.total_tokens
+
+
+def test_parse_chat_reads_stage_abstract_and_reask():
+    body = {"model": "m", "messages": messages_for("claims", reask=True)}
+    chat = parse_chat({**body, "response_format": {"type": "json_object"}})
+    assert (chat.stage, chat.abstract, chat.is_reask) == ("claims", ABSTRACT, True)
+    schema_mode = {**body, "response_format": response_format("tags", "json_schema")}
+    assert parse_chat(schema_mode).stage == "tags"  # the schema name wins over the marker
+    assert parse_chat({"messages": messages_for("tldr")}).is_reask is False
+    with pytest.raises(ValueError, match="abstract"):
+        parse_chat({"messages": [{"role": "system", "content": "(name: tldr)"}]})
+    with pytest.raises(ValueError, match="stage"):
+        parse_chat({"messages": [{"role": "user", "content": "<abstract>x</abstract>"}]})
+
+
+def test_bad_requests_get_openai_errors(make_server):
+    server = make_server()
+    with client_for(server) as client:
+        with pytest.raises(openai.BadRequestError) as excinfo:
+            client.chat.completions.create(
+                model="m", messages=[*messages_for("tldr")[:1], {"role": "user", "content": "hi"}]
+            )
+        assert "abstract" in excinfo.value.body["message"]
+        with pytest.raises(openai.BadRequestError):  # the stub rejects unknown stages
+            ask(client, "summary")
+        with pytest.raises(openai.NotFoundError):
+            client.get("/nowhere", cast_to=object)
+        assert [m.id for m in client.models.list().data] == ["bench-model"]
+    assert server.stats()["by_status"] == {400: 2}
+
+
+def test_keep_alive_reuses_one_connection(make_server):
+    server = make_server()
+    with client_for(server) as client:
+        for stage in STAGES:
+            ask(client, stage)
+    stats = server.stats()
+    assert stats["requests"] == 3
+    assert stats["connections"] == 1
+
+
+# --- faults -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fault", "error", "status"),
+    [
+        ("429", openai.RateLimitError, 429),
+        ("500", openai.InternalServerError, 500),
+        ("503", openai.InternalServerError, 503),
+    ],
+)
+def test_status_faults(make_server, fault, error, status):
+    server = make_server(script=[fault, "ok"], retry_after_s=0.25)
+    with client_for(server) as client:
+        with pytest.raises(error) as excinfo:
+            ask(client)
+        assert excinfo.value.status_code == status
+        assert set(excinfo.value.body) >= {"message", "type", "code"}
+        if fault == "429":
+            assert excinfo.value.response.headers["retry-after"] == "1"
+            assert excinfo.value.response.headers["retry-after-ms"] == "250"
+        assert ask(client).choices[0].finish_reason == "stop"  # the script's "ok"
+    stats = server.stats()
+    assert stats["faults"] == {fault: 1}
+    assert stats["by_status"] == {status: 1, 200: 1}
+
+
+def test_drop_is_a_connection_error(make_server):
+    server = make_server(script=["drop"])
+    with client_for(server) as client:
+        with pytest.raises(openai.APIConnectionError) as excinfo:
+            ask(client)
+        assert not isinstance(excinfo.value, openai.APITimeoutError)
+        assert ask(client).choices[0].finish_reason == "stop"
+    stats = server.stats()
+    assert stats["faults"] == {"drop": 1}
+    assert stats["by_status"] == {200: 1}  # the dropped request got no status
+
+
+def test_stall_times_out_without_blocking_others(make_server):
+    server = make_server(script=["stall"], stall_s=5.0, max_concurrent=1)
+    results: list[object] = []
+
+    def stalled() -> None:
+        with client_for(server, timeout=1.0) as client:
+            try:
+                ask(client)
+            except openai.APIError as exc:
+                results.append(exc)
+
+    thread = threading.Thread(target=stalled)
+    started = time.monotonic()
+    thread.start()
+    _wait_until(lambda: server.stats()["faults"].get("stall") == 1)
+    with client_for(server) as client:  # served while the stall holds its request
+        assert ask(client, "tags").choices[0].finish_reason == "stop"
+    assert time.monotonic() - started < 1.0
+    thread.join(5.0)
+    assert len(results) == 1 and isinstance(results[0], openai.APITimeoutError)
+
+
+def test_stop_is_prompt_with_a_stalled_request(make_server):
+    server = make_server(script=["stall"], stall_s=30.0)
+    errors: list[BaseException] = []
+
+    def stalled() -> None:
+        with client_for(server, timeout=20.0) as client:
+            try:
+                ask(client)
+            except openai.APIError as exc:
+                errors.append(exc)
+
+    thread = threading.Thread(target=stalled)
+    thread.start()
+    _wait_until(lambda: server.stats()["in_flight"] == 1)
+    started = time.monotonic()
+    server.stop()
+    assert time.monotonic() - started < 2.0
+    thread.join(5.0)
+    assert not thread.is_alive()
+    assert len(errors) == 1 and isinstance(errors[0], openai.APIConnectionError)
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_truncated_and_length_cut_the_json(make_server, stage):
+    server = make_server(script=["truncated", "length"])
+    with client_for(server) as client:
+        truncated, length = ask(client, stage), ask(client, stage)
+    full = json.dumps(stub_answer(stage, ABSTRACT))
+    for completion, finish_reason in ((truncated, "stop"), (length, "length")):
+        content = completion.choices[0].message.content
+        assert completion.choices[0].finish_reason == finish_reason
+        assert full.startswith(content) and len(content) < len(full)
+        with pytest.raises(json.JSONDecodeError):
+            json.loads(content)
+
+
+def test_refusal(make_server):
+    server = make_server(script=["refusal"])
+    with client_for(server) as client:
+        message = ask(client).choices[0].message
+    assert message.content is None
+    assert message.refusal == REFUSAL_TEXT
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_schema_fault_is_valid_json_breaking_the_schema(make_server, stage):
+    server = make_server(script=["schema"])
+    with client_for(server) as client:
+        content = ask(client, stage).choices[0].message.content
+    data = json.loads(content)
+    assert set(data) == set(stub_answer(stage, ABSTRACT))
+    with pytest.raises(ValidationError):
+        STAGE_SCHEMAS[stage].model_validate(data)  # shape alone already fails
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_ungrounded_fault_passes_shape_but_fails_grounding(make_server, stage):
+    server = make_server(script=["ungrounded"])
+    with client_for(server) as client:
+        content = ask(client, stage).choices[0].message.content
+    data = json.loads(content)
+    schema = STAGE_SCHEMAS[stage]
+    if stage != "tags":  # tags need the taxonomy to be checked at all
+        schema.model_validate(data)  # the shape is fine without grounding context
+    with pytest.raises(ValidationError) as excinfo:
+        validate(stage, content)
+    expected = {"tldr": "not in the abstract", "tags": UNGROUNDED_TAG, "claims": "verbatim"}
+    assert expected[stage] in str(excinfo.value)
+
+
+def test_fault_rates_are_deterministic_per_seed(make_server):
+    abstracts = [f"<{i}> We study problem {i}." for i in range(200)]
+
+    def outcomes(seed: int) -> list[int]:
+        server = make_server(answer_fn=lambda s, a: {"tldr": "x"}, faults={"500": 0.3}, seed=seed)
+        with client_for(server) as client:
+            out = []
+            for abstract in abstracts:
+                try:
+                    ask(client, abstract=abstract)
+                    out.append(200)
+                except openai.InternalServerError:
+                    out.append(500)
+        assert server.stats()["faults"].get("500", 0) == out.count(500)
+        return out
+
+    first, again, other = outcomes(7), outcomes(7), outcomes(8)
+    assert first == again
+    assert first != other
+    assert 30 <= first.count(500) <= 90  # 60 expected; generous so the test is not flaky
+
+
+def test_reask_self_corrects_content_faults(make_server):
+    server = make_server(faults={"schema": 1.0})
+    with client_for(server) as client:
+        broken = ask(client, "claims").choices[0].message.content
+        fixed = ask(client, "claims", reask=True).choices[0].message.content
+    with pytest.raises(ValidationError):
+        validate("claims", broken)
+    validate("claims", fixed)
+    stats = server.stats()
+    assert stats["reasks"] == 1
+    assert stats["by_key"] == {request_key("claims", ABSTRACT): 2}
+
+
+def test_without_self_correct_every_attempt_is_faulted(make_server):
+    server = make_server(faults={"ungrounded": 1.0}, self_correct=False, max_faults_per_key=3)
+    with client_for(server) as client:
+        contents = [ask(client, "tldr", reask=i > 0).choices[0].message.content for i in range(4)]
+    for content in contents[:3]:
+        with pytest.raises(ValidationError):
+            validate("tldr", content)
+    validate("tldr", contents[3])  # max_faults_per_key ends it
+    assert server.stats()["faults"] == {"ungrounded": 3}
+
+
+def test_max_faults_per_key_ends_transient_faults(make_server):
+    server = make_server(faults={"500": 1.0}, max_faults_per_key=2)
+    with client_for(server) as client:
+        for _ in range(2):
+            with pytest.raises(openai.InternalServerError):
+                ask(client)
+        assert ask(client).choices[0].finish_reason == "stop"
+        with pytest.raises(openai.InternalServerError):  # another key has its own budget
+            ask(client, "tags")
+
+
+# --- limits -------------------------------------------------------------------------------
+
+
+def test_rpm_limit_returns_429_with_retry_after(make_server):
+    server = make_server(rpm=3)
+    with client_for(server) as client:
+        for stage in STAGES:
+            ask(client, stage)
+        with pytest.raises(openai.RateLimitError) as excinfo:
+            ask(client)
+    headers = excinfo.value.response.headers
+    assert 1 <= int(headers["retry-after"]) <= 60
+    assert 55_000 <= int(headers["retry-after-ms"]) <= 60_000
+    assert excinfo.value.body["type"] == "requests"
+    stats = server.stats()
+    assert stats["rate_limited"] == {"requests": 1}
+    assert stats["by_status"] == {200: 3, 429: 1}
+    assert max_in_window(stats["arrivals"], 60) == 4
+    assert max_in_window(stats["admitted"], 60) == 3
+    assert stats["faults"] == {}  # limiter 429s are not injected faults
+
+
+def test_tpm_limit(make_server):
+    server = make_server(tpm=150)
+    with client_for(server) as client:
+        first = ask(client, "claims")
+        assert first.usage.total_tokens <= 150 < 2 * first.usage.total_tokens
+        with pytest.raises(openai.RateLimitError) as excinfo:
+            ask(client, "claims")
+    assert excinfo.value.body["type"] == "tokens"
+    assert server.stats()["rate_limited"] == {"tokens": 1}
+
+
+def test_rate_limiter_window_slides():
+    limiter = RateLimiter(rpm=2, tpm=100)
+    assert limiter.admit(0.0, 10) is None
+    assert limiter.admit(10.0, 10) is None
+    assert limiter.admit(20.0, 10) == (40.0, "requests")
+    assert limiter.admit(60.5, 10) is None  # the t=0 request left the window
+    assert limiter.admit(61.0, 10) == (9.0, "requests")
+    wait, kind = RateLimiter(rpm=None, tpm=100).admit(0.0, 101)
+    assert kind == "request_too_large"
+    tokens = RateLimiter(rpm=None, tpm=100)
+    assert tokens.admit(0.0, 60) is None
+    assert tokens.admit(5.0, 30) is None
+    assert tokens.admit(6.0, 30) == (54.0, "tokens")  # the first 60 must expire
+
+
+def test_max_in_window():
+    assert max_in_window([], 1.0) == 0
+    assert max_in_window([0.0, 0.5, 0.99, 1.0, 1.5], 1.0) == 3
+    assert max_in_window([3.0, 0.0, 1.0, 2.0], 60.0) == 4
+
+
+def test_api_key(make_server):
+    server = make_server(api_key="sk-right-key")
+    with client_for(server, api_key="sk-wrong-key") as client:
+        with pytest.raises(openai.AuthenticationError) as excinfo:
+            ask(client)
+        assert excinfo.value.code == "invalid_api_key"
+        assert "sk-wrong-key" not in excinfo.value.message
+        with pytest.raises(openai.AuthenticationError):
+            client.models.list()
+    with client_for(server, api_key="sk-right-key") as client:
+        assert ask(client).choices[0].finish_reason == "stop"
+    assert server.stats()["by_status"] == {401: 1, 200: 1}
+
+
+async def test_concurrency_cap_queues_and_counts(make_server):
+    server = make_server(max_concurrent=2, latency=0.2)
+    client = openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0, timeout=5)
+    started = time.monotonic()
+    async with client:
+        results = await asyncio.gather(
+            *(_ask_async(client, f"{ABSTRACT} Variant {i}.") for i in range(6))
+        )
+    elapsed = time.monotonic() - started
+    assert all(r.choices[0].finish_reason == "stop" for r in results)
+    stats = server.stats()
+    assert stats["in_flight_max"] == 6
+    assert stats["active_max"] == 2
+    assert elapsed >= 0.55  # three waves of 0.2 s
+    assert len(stats["by_key"]) == 6 and set(stats["by_key"].values()) == {1}
+
+
+async def test_latency_jitter_is_bounded(make_server):
+    server = make_server(latency=0.2, latency_jitter=0.1, seed=3)
+    client = openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0, timeout=5)
+    async with client:
+        for i in range(3):
+            started = time.monotonic()
+            await _ask_async(client, f"{ABSTRACT} Variant {i}.")
+            assert 0.1 <= time.monotonic() - started < 0.5
+
+
+async def _ask_async(client: openai.AsyncOpenAI, abstract: str):
+    return await client.chat.completions.create(
+        model="m", messages=messages_for("tldr", abstract), response_format={"type": "json_object"}
+    )
+
+
+def test_config_rejects_nonsense():
+    with pytest.raises(ValueError, match="unknown faults"):
+        ServerConfig(faults={"timeout": 0.1})
+    with pytest.raises(ValueError, match="add up"):
+        ServerConfig(faults={"500": 0.7, "503": 0.5})
+    with pytest.raises(ValueError, match="script"):
+        ServerConfig(script=["okay"])
+    with pytest.raises(ValueError, match="rpm"):
+        ServerConfig(rpm=0)
+
+
+# --- command line -------------------------------------------------------------------------
+
+
+def test_cli_serves_until_sigterm(tmp_path):
+    stats_file = tmp_path / "stats.json"
+    command = [sys.executable, "-m", "bench.openai_server", "--answer", "stub"]
+    command += ["--script", "500,ok", "--duration", "60", "--stats-file", str(stats_file)]
+    proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        base_url = proc.stdout.readline().strip()
+        assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
+        with openai.OpenAI(base_url=base_url, api_key="k", max_retries=0, timeout=5) as client:
+            with pytest.raises(openai.InternalServerError):
+                ask(client)
+            assert json.loads(ask(client).choices[0].message.content)["tldr"]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    stats = json.loads(stats_file.read_text())
+    assert stats["faults"] == {"500": 1}
+    assert stats["by_status"] == {"500": 1, "200": 1}
+
+
+def _wait_until(predicate, timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.01)

@@ -1,0 +1,186 @@
+"""report.html and the Markdown digest: escaping, evidence highlighting, grouping, the CLI."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from pipeline.cli import main
+from pipeline.report import (
+    highlight_segments,
+    md_escape,
+    paper_json,
+    render_html,
+    render_markdown,
+    script_json,
+    write_html_report,
+    write_markdown_report,
+)
+from pipeline.taxonomy import Taxonomy
+from pipeline.triage import iter_papers
+
+RUN = Path(__file__).parent / "data" / "run_small"
+XSS = "506c1eae6e5ec217"
+
+TAXONOMY = Taxonomy.model_validate(
+    yaml.safe_load(
+        """
+version: 1
+facets:
+  - id: method
+    label: Method family
+    tags:
+      - {id: graph-neural-networks, label: Graph neural networks}
+      - {id: diffusion-models, label: Diffusion models}
+"""
+    )
+)
+
+
+def _blob(page: str) -> dict:
+    m = re.search(r'<script type="application/json" id="digest-data">(.*?)</script>', page, re.S)
+    assert m, "no data blob"
+    return json.loads(m.group(1))
+
+
+def test_script_json_cannot_close_the_script_element():
+    value = {"a": "</script><script>alert(1)</script>", "b": "x & y > z", "c": "\u2028"}
+    text = script_json(value)
+    assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
+    assert json.loads(text) == value
+
+
+def test_highlight_segments_cover_the_abstract_in_order():
+    abstract = "Alpha beta gamma delta epsilon."
+    claims = [{"span": [6, 16]}, {"span": [11, 22]}, {"span": [0, 99]}, {"span": None}]
+    segs = highlight_segments(abstract, claims)
+    assert segs == [
+        ["Alpha "],
+        ["beta ", 1],
+        ["gamma", 1, 2],
+        [" delta", 2],
+        [" epsilon."],
+    ]
+    assert "".join(s[0] for s in segs) == abstract
+
+
+def test_highlight_on_original_offsets_then_display_normalized():
+    abstract = "Using $\\textit{in vivo}$ data we reach 91% accuracy."
+    start = abstract.index("91%")
+    segs = highlight_segments(abstract, [{"span": [start, start + 12]}])
+    assert segs == [["Using in vivo data we reach "], ["91% accuracy", 1], ["."]]
+
+
+def test_claim_without_valid_span_keeps_its_evidence_as_text():
+    (paper,) = [p for p in iter_papers(RUN) if p.id == "39954d708d621dc0"]
+    data = paper_json(paper)
+    assert all(len(c) == 7 for c in data["c"])  # every span valid: no fallback evidence
+    marked = ["".join(s[0]) for s in data["a"] if len(s) > 1]
+    assert marked == [
+        "On ImageNet 256x256 it reaches an FID of 2.31",
+        "improving over consistency models by 0.8 FID",
+        "Sampling is 20x faster than the teacher",
+    ]
+    broken = paper.__class__(**{**paper.__dict__, "claims": ({**paper.claims[0], "span": [5, 2]},)})
+    assert paper_json(broken)["c"][0][7] == paper.claims[0]["evidence"]
+
+
+def test_page_is_self_contained_and_escapes_everything():
+    page = render_html(iter_papers(RUN), TAXONOMY, title="<b>run</b>")
+    # exactly two script elements: the inert JSON blob and the code; no external resources
+    assert page.count("<script") == 2
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", page)
+    assert "<title>&lt;b&gt;run&lt;/b&gt;</title>" in page
+    for raw in ("<script>window", "<img src", "<svg onload", "<b>heterophilous"):
+        assert raw not in page
+    data = _blob(page)
+    assert len(data["papers"]) == 6
+    xss = next(p for p in data["papers"] if p["id"] == XSS)
+    assert xss["t"].startswith("</script><script>window.__xss=3")  # kept as data, shown as text
+    assert xss["f"] == {
+        "claims": [
+            "ungrounded",
+            "evidence is not verbatim in the abstract: '<script>alert(1)</script>'",
+        ]
+    }
+    # known tags get taxonomy labels; unknown ones fall back to their id in an "other" facet
+    assert data["tags"]["graph-neural-networks"] == ["Graph neural networks", "method"]
+    assert data["tags"]["neuroscience"] == ["neuroscience", "other"]
+
+
+def test_csp_allows_exactly_the_inline_script_and_no_network():
+    page = render_html([], None)
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)
+    csp = csp.replace("&#x27;", "'")
+    assert "default-src 'none'" in csp and "connect-src" not in csp
+    code = re.findall(r"<script>(.*?)</script>", page, re.S)
+    assert len(code) == 1
+    digest = base64.b64encode(hashlib.sha256(code[0].encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in csp
+    assert "innerHTML" not in code[0] and "insertAdjacentHTML" not in code[0]
+
+
+def test_write_html_report_streams_into_the_run_folder(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(RUN, run)
+    path = write_html_report(run, TAXONOMY)
+    assert path == run / "report.html"
+    assert len(_blob(path.read_text(encoding="utf-8"))["papers"]) == 6
+    assert not list(run.glob(".*.tmp"))
+
+
+def test_markdown_groups_by_primary_tag_and_escapes():
+    md = render_markdown(iter_papers(RUN), TAXONOMY, title="Digest")
+    headings = re.findall(r"^## (.+)$", md, re.M)
+    assert headings == [
+        "Graph neural networks (2)",
+        "Diffusion models (1)",
+        "large-language-models (1)",
+        "neuroscience (1)",
+        "No tags \\(tags stage failed or not run\\) (1)",
+    ]
+    assert "<script" not in md and "<img" not in md
+    assert "&lt;/script&gt;&lt;script&gt;window.\\_\\_xss=3" in md
+    assert "@alice" not in md
+    assert "  - *claims failed* (ungrounded)" in md
+    assert "  - *tags failed* (schema)" in md
+    assert "Results: Reaches FID 2.31 on ImageNet 256x256. (FID, 2.31, ImageNet 256x256)" in md
+    assert md.startswith(
+        "# Digest\n\n6 papers, 3 with quantitative results, 2 with a failed stage."
+    )
+
+
+def test_md_escape_neutralizes_markup():
+    assert md_escape("*a* [x](http://y) <b> @bob # `c`") == (
+        "\\*a\\* \\[x\\]\\(http://y\\) &lt;b&gt; &#64;bob \\# \\`c\\`"
+    )
+
+
+@pytest.mark.parametrize("fmt,name", [("html", "report.html"), ("md", "report.md")])
+def test_cli_report(tmp_path, fmt, name):
+    run = tmp_path / "run"
+    shutil.copytree(RUN, run)
+    res = CliRunner().invoke(main, ["report", str(run), "--format", fmt])
+    assert res.exit_code == 0, res.output
+    assert res.stdout.strip() == str(run / name)
+    assert (run / name).stat().st_size > 1000
+
+
+def test_cli_report_on_a_non_run_folder_is_exit_2(tmp_path):
+    res = CliRunner().invoke(main, ["report", str(tmp_path)])
+    assert res.exit_code == 2 and "not a run folder" in res.stderr
+
+
+def test_write_markdown_report_path(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(RUN, run)
+    out = write_markdown_report(run, None, tmp_path / "digest.md")
+    assert out.read_text(encoding="utf-8").startswith("# Digest of run\n")

@@ -1,0 +1,227 @@
+"""report.html in a real headless Chromium: escaping, filters, URL state, paging, a screenshot.
+
+Needs Debian's `chromium` and `chromium-driver` (/usr/bin/chromium, /usr/bin/chromedriver);
+the driver path is passed explicitly, so Selenium Manager never tries to download anything.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+from pipeline.cli import main
+from pipeline.config import PACKAGE_PROMPTS_DIR
+from pipeline.report import write_html_report
+from pipeline.taxonomy import load_taxonomy
+from pipeline.triage import Query, iter_papers, select
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+RUN = Path(__file__).parent / "data" / "run_small"
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "iclr2026"
+LFD, XSS, VNODE, LLM, BENCH, DALE = (
+    "39954d708d621dc0",
+    "506c1eae6e5ec217",
+    "8784778aa46f08df",
+    "97240d0de36ffdb0",
+    "001b5cef982cc57a",
+    "77b8763385a25f31",
+)
+
+_missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
+pytestmark = [
+    pytest.mark.browser,
+    # Selenium talks to chromedriver over loopback HTTP; nothing else may connect.
+    pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$", r"::1$", r"localhost$"]),
+    pytest.mark.skipif(
+        bool(_missing),
+        reason=f"no headless browser: {', '.join(_missing)} missing "
+        "(apt-get install chromium chromium-driver)",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory):
+    opts = Options()
+    opts.binary_location = str(CHROMIUM)
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1400,1000",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
+    ):
+        opts.add_argument(arg)
+    drv = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=opts)
+    drv.set_page_load_timeout(30)
+    yield drv
+    drv.quit()
+
+
+@pytest.fixture(scope="module")
+def taxonomy():
+    return load_taxonomy(PACKAGE_PROMPTS_DIR / "taxonomy.yaml")
+
+
+def open_report(drv, path: Path, fragment: str = "") -> None:
+    drv.get("about:blank")  # a fresh load even when only the fragment differs
+    drv.get(path.as_uri() + fragment)
+    WebDriverWait(drv, 20).until(lambda d: d.execute_script("return document.body.dataset.ready"))
+
+
+def visible_ids(drv) -> list[str]:
+    return drv.execute_script(
+        "return Array.from(document.querySelectorAll('article.card'), e => e.dataset.id)"
+    )
+
+
+def wait_ids(drv, expected: list[str]) -> None:
+    try:
+        WebDriverWait(drv, 5).until(lambda d: visible_ids(d) == expected)
+    except Exception:
+        assert visible_ids(drv) == expected  # show the difference
+        raise
+
+
+def card(drv, paper_id: str):
+    return drv.find_element(By.CSS_SELECTOR, f'article.card[data-id="{paper_id}"]')
+
+
+def test_hostile_strings_render_as_text_and_failures_show(driver, tmp_path, taxonomy):
+    run = tmp_path / "run"
+    shutil.copytree(RUN, run)
+    open_report(driver, write_html_report(run, taxonomy))
+    wait_ids(driver, sorted([LFD, XSS, VNODE, LLM, BENCH, DALE]))
+    assert driver.execute_script("return typeof window.__xss") == "undefined"
+    assert driver.find_elements(By.CSS_SELECTOR, "#papers img, #papers svg, #papers script") == []
+    hostile = card(driver, XSS)
+    title = hostile.find_element(By.TAG_NAME, "h2").text
+    assert title == "</script><script>window.__xss=3</script>Rewiring <b>heterophilous</b> graphs"
+    assert 'onerror="window.__xss=2"' in hostile.find_element(
+        By.CSS_SELECTOR, "details p"
+    ).get_attribute("textContent")
+    failed = hostile.find_element(By.CSS_SELECTOR, ".failed").text
+    assert (
+        "claims failed" in failed
+        and "ungrounded" in failed
+        and "<script>alert(1)</script>" in failed
+    )
+    bench = card(driver, BENCH).text
+    assert "tags failed" in bench and "claims: not run" in bench
+    marks = card(driver, LFD).find_elements(By.TAG_NAME, "mark")
+    assert [m.get_attribute("textContent") for m in marks] == [
+        "On ImageNet 256x256 it reaches an FID of 2.31",
+        "improving over consistency models by 0.8 FID",
+        "Sampling is 20x faster than the teacher",
+    ]
+
+
+def test_tag_filter_search_and_url_state(driver, tmp_path, taxonomy):
+    run = tmp_path / "run"
+    shutil.copytree(RUN, run)
+    report = write_html_report(run, taxonomy)
+    open_report(driver, report)
+    card(driver, XSS).find_element(
+        By.CSS_SELECTOR, 'button.chip[data-tag="graph-neural-networks"]'
+    ).click()
+    wait_ids(driver, [XSS, VNODE])
+    assert "tag=graph-neural-networks" in driver.current_url
+    driver.find_element(By.ID, "q").send_keys("virtual nodes")
+    wait_ids(driver, [VNODE])
+    assert driver.find_element(By.ID, "count").text == "1 of 6 papers match"
+    shared = driver.current_url
+    assert re.search(r"#.*q=virtual\+nodes", shared)
+    # a chair's link reopens the same filtered view
+    open_report(driver, report, "#" + shared.split("#", 1)[1])
+    wait_ids(driver, [VNODE])
+    assert driver.find_element(By.ID, "q").get_attribute("value") == "virtual nodes"
+    box = driver.find_element(By.CSS_SELECTOR, '#facets input[data-tag="graph-neural-networks"]')
+    assert box.is_selected()
+    # has-quantitative-results filter and sort by number of claims
+    open_report(driver, report, "#quant=1&sort=claims")
+    wait_ids(driver, [LFD, LLM, DALE])
+    driver.find_element(By.ID, "clear").click()  # filters go, the sort stays
+    wait_ids(driver, [LFD, LLM, DALE, VNODE, BENCH, XSS])
+
+
+def _search_term(papers, taxonomy) -> str:
+    """A word from the first matching paper's TL;DR that no tag label or id contains."""
+    names = " ".join([*taxonomy.ids, *(t.label for t in taxonomy.tags.values())]).lower()
+    words = re.findall(r"[a-z]{6,}", (papers[0].tldr or papers[0].abstract).lower())
+    return max((w for w in words if w not in names), key=len)
+
+
+def test_real_run_over_the_shipped_samples(driver, tmp_path, taxonomy):
+    out = tmp_path / "run"
+    res = CliRunner().invoke(
+        main,
+        ["run", str(EXAMPLES), "--provider", "offline", "--out", str(out)]
+        + ["--cache-dir", str(tmp_path / "cache"), "--no-progress"],
+    )
+    assert res.exit_code in (0, 1), res.output  # 1: some stage failed, everything still written
+    report = out / "report.html"
+    assert report.is_file(), "digest run did not write report.html"
+    papers = list(iter_papers(out))
+    n = len(papers)
+    tag = Counter(t for p in papers for t in p.tags).most_common(1)[0][0]
+    by_tag = select(papers, Query(tags=(tag,)))
+    term = _search_term(by_tag, taxonomy)
+    both = select(papers, Query(tags=(tag,), grep=term))
+    assert 1 <= len(both) <= len(by_tag) < n
+
+    open_report(driver, report)
+    assert driver.find_element(By.ID, "count").text == f"All {n} papers"
+    driver.find_element(By.CSS_SELECTOR, f'#facets input[data-tag="{tag}"]').click()
+    wait_ids(driver, [p.id for p in by_tag][:50])
+    assert driver.find_element(By.ID, "count").text == f"{len(by_tag)} of {n} papers match"
+    driver.find_element(By.ID, "q").send_keys(term)
+    wait_ids(driver, [p.id for p in both])
+    bar = driver.find_element(By.CSS_SELECTOR, f'#chart button.bar[data-tag="{tag}"]')
+    assert bar.find_element(By.CLASS_NAME, "bn").text == f"{len(both)}/{len(by_tag)}"
+    # claims with valid spans are highlighted inside the abstract
+    with_claims = [p for p in both if p.claims]
+    if with_claims:
+        marks = card(driver, with_claims[0].id).find_elements(By.TAG_NAME, "mark")
+        assert marks
+    shot = tmp_path / "report.png"
+    driver.execute_script("document.querySelector('details.abs').open = true; scrollTo(0, 0)")
+    assert driver.save_screenshot(str(shot))
+    assert shot.stat().st_size > 20_000
+
+
+def test_paging_keeps_the_page_small_at_scale(driver, tmp_path, taxonomy):
+    records = [json.loads(line) for line in (RUN / "summaries.jsonl").read_text().splitlines()]
+    run = tmp_path / "big"
+    run.mkdir()
+    with (run / "summaries.jsonl").open("w", encoding="utf-8") as fh:
+        for i in range(3000):
+            rec = dict(records[i % len(records)], id=f"{i:016x}")
+            fh.write(json.dumps(rec) + "\n")
+    open_report(driver, write_html_report(run, taxonomy))
+    assert len(visible_ids(driver)) == 50
+    assert driver.find_element(By.CSS_SELECTOR, "#pager-top .pgno").text == "page 1 of 60"
+    driver.find_element(By.CSS_SELECTOR, "#pager-top button.pg:last-child").click()
+    wait_ids(driver, [f"{i:016x}" for i in range(50, 100)])
+    assert "page=2" in driver.current_url
+    driver.find_element(By.ID, "q").send_keys("heterophilous")
+    WebDriverWait(driver, 5).until(
+        lambda d: d.find_element(By.ID, "count").text == "500 of 3000 papers match"
+    )
+    assert len(visible_ids(driver)) == 50 and "page=" not in driver.current_url
