@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import io
 import json
 import os
 import re
@@ -50,11 +51,9 @@ def valid_span(abstract: str, span: Any) -> tuple[int, int] | None:
     if not isinstance(span, list | tuple) or len(span) != 2:
         return None
     start, end = span
-    if not (isinstance(start, int) and isinstance(end, int)) or not 0 <= start < end <= len(
-        abstract
-    ):
+    if not (isinstance(start, int) and isinstance(end, int)):
         return None
-    return start, end
+    return (start, end) if 0 <= start < end <= len(abstract) else None
 
 
 def highlight_segments(abstract: str, claims: Iterable[dict[str, Any]]) -> list[list[Any]]:
@@ -147,15 +146,9 @@ def write_html(
     fh: IO[str], papers: Iterable[Paper], taxonomy: Taxonomy | None, *, title: str, info: str = ""
 ) -> int:
     """Write the whole report page for `papers` to a text stream; returns the paper count."""
-    script = _JS
-    head = _PAGE.split("<!--DATA-->")
-    page_title = html.escape(title)
-    fh.write(
-        head[0]
-        .replace("{{CSP}}", html.escape(_csp(script)))
-        .replace("{{TITLE}}", page_title)
-        .replace("{{STYLE}}", _CSS)
-    )
+    head, tail = _PAGE.split("<!--DATA-->")
+    slots = {"CSP": html.escape(_csp(_JS)), "TITLE": html.escape(title), "STYLE": _CSS}
+    fh.write(re.sub(r"\{\{(CSP|TITLE|STYLE)\}\}", lambda m: slots[m.group(1)], head))
     fh.write('<script type="application/json" id="digest-data">{"papers":[')
     seen: Counter[str] = Counter()
     n = 0
@@ -173,8 +166,8 @@ def write_html(
         "facets": facets,
     }
     fh.write("]," + script_json(meta)[1:] + "</script>\n")
-    fh.write(f"<script>{script}</script>")
-    fh.write(head[1])
+    fh.write(f"<script>{_JS}</script>")
+    fh.write(tail)
     return n
 
 
@@ -182,8 +175,6 @@ def render_html(
     papers: Iterable[Paper], taxonomy: Taxonomy | None, *, title: str = "digest"
 ) -> str:
     """The report page as a string (tests, small runs)."""
-    import io
-
     buf = io.StringIO()
     write_html(buf, papers, taxonomy, title=title)
     return buf.getvalue()
