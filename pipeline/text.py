@@ -64,29 +64,13 @@ def canonical_number(value: str) -> str | None:
 
 def find_span(haystack: str, needle: str) -> tuple[int, int] | None:
     """Character span of `needle` in `haystack`, matching with whitespace normalized; None if absent."""
-    norm_needle = normalize_ws(needle)
-    if not norm_needle:
+    words = needle.split()
+    if not words:
         return None
-    # Build the whitespace-normalized haystack with a map back to original offsets.
-    chars: list[str] = []
-    index: list[int] = []
-    prev_space = True
-    for i, ch in enumerate(haystack):
-        if ch.isspace():
-            if not prev_space:
-                chars.append(" ")
-                index.append(i)
-            prev_space = True
-        else:
-            chars.append(ch)
-            index.append(i)
-            prev_space = False
-    norm_hay = "".join(chars)
-    pos = norm_hay.find(norm_needle)
-    if pos < 0:
-        return None
-    end = pos + len(norm_needle) - 1
-    return index[pos], index[end] + 1
+    # Tokens joined by any whitespace run: a regex search runs at C speed even on 1 MB texts.
+    pattern = r"\s+".join(map(re.escape, words))
+    match = re.search(pattern, haystack)
+    return (match.start(), match.end()) if match else None
 
 
 _DISPLAY_SUBS = [

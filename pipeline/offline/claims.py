@@ -10,6 +10,7 @@ it is verbatim; the claim dicts have the fields of `pipeline.schemas.Claim` exce
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -23,12 +24,20 @@ _MAX_EVIDENCE_CHARS = 300
 _MAX_EVIDENCE_WORDS = 40
 _MIN_CLAUSE_WORDS = 4
 _MAX_PHRASE_WORDS = 7
+_MAX_NUMBERS = 100  # per sentence; real ones have a handful, number dumps are not abstracts
 
 _I = re.IGNORECASE
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 _WORD = re.compile(r"\S+")
 _DIGIT = re.compile(r"\d")
 _NUMBERISH = re.compile(r"[+−~∼≈<>-]?\s?\d")
-_CJK_END = re.compile(r"(?<=[。！？；])")
+_CJK_END = re.compile(r"[。！？；]")
+_CJK_SPLIT = re.compile(r"(?<=[。！？；])")
 
 # --- sentence roles --------------------------------------------------------------------
 
@@ -132,76 +141,24 @@ _METRIC_BEFORE = re.compile(
     _I,
 )
 _METRIC_AFTER = re.compile(rf"\s+(?:{_METRIC_NAMES})\b", _I)
+_MODIFIER = re.compile(r"\b([a-z][\w-]*)\s+$", _I)
 _METRIC = re.compile(
-    r"(?:\b(?P<mod>[a-z][\w-]*)\s+)?(?P<head>\b(?:top-\d\s+accuracy|accuracy|accurate(?:ly)?"
+    r"(?P<head>\b(?:top-\d\s+accuracy|accuracy|accurate(?:ly)?"
     r"|AUROC|AUPRC|AUC|F1(?:[\s-]score)?|BLEU|ROUGE(?:-\w+)?|METEOR|CIDEr|perplexity|PPL|FID"
     r"|mAP|mIoU|IoU|exact match|recall|precision|success rate|win rate|pass@\d+|error rate"
     r"|error|WER|CER|NDCG(?:@\d+)?|MRR|correlation|agreement|reward|latency|throughput"
     r"|memory|speed-?ups?|performance|MSE|MAE|RMSE|score)\b)",
     _I,
 )
-_GENERIC_HEADS = {"precision", "recall", "performance", "accuracy", "success rate", "error", "score"}
-_NOT_MODIFIERS = frozenset(
-    [
-        "the",
-        "a",
-        "an",
-        "of",
-        "and",
-        "or",
-        "in",
-        "on",
-        "to",
-        "by",
-        "with",
-        "its",
-        "their",
-        "our",
-        "mean",
-        "average",
-        "overall",
-        "relative",
-        "absolute",
-        "higher",
-        "lower",
-        "better",
-        "worse",
-        "strong",
-        "stronger",
-        "same",
-        "top",
-        "up",
-        "while",
-        "still",
-        "achieving",
-        "retaining",
-        "improving",
-        "boosting",
-        "reducing",
-        "increasing",
-        "yielding",
-        "maintaining",
-        "preserving",
-        "reaching",
-        "matching",
-        "attaining",
-        "obtaining",
-        "recovering",
-        "surpassing",
-        "outperforming",
-        "superior",
-        "high",
-        "low",
-        "comparable",
-        "best",
-        "good",
-        "competitive",
-        "significant",
-        "substantial",
-        "improved",
-        "enhanced",
-        "consistent",
-    ]
+_GENERIC_HEADS = _words("precision recall performance accuracy error score") | {"success rate"}
+_NOT_MODIFIERS = _words(
+    """reduces reduce improves improve increases increase lowers boosts achieves achieve yields
+    yield reaches reach obtains obtain attains has have gives cuts decreases the a an of and
+    or in on to by with its their our mean average overall relative absolute higher lower
+    better worse strong stronger same top up while still achieving retaining improving
+    boosting reducing increasing yielding maintaining preserving reaching matching attaining
+    obtaining recovering surpassing outperforming superior high low comparable best good
+    competitive significant substantial improved enhanced consistent"""
 )
 _AFTER_WORD = re.compile(
     r"\s*(?P<cmp>(?:less|more|fewer|lower|higher|smaller|larger)\s+)?(?:\w+ly\s+)?(?P<word>\w+)",
@@ -254,36 +211,10 @@ _QUAL_TRIGGER = re.compile(
     _I,
 )
 # Cheap substring test before the trigger regex; every trigger contains one of these.
-_TRIGGER_STEMS = (
-    "outperform",
-    "surpass",
-    "beat",
-    "exceed",
-    "state-of-the-art",
-    "sota",
-    "improv",
-    "enhanc",
-    "boost",
-    "reduc",
-    "increas",
-    "speed",
-    "accelerat",
-    "superior",
-    "advantage",
-    "gain",
-    "match",
-    "compet",
-    "comparable",
-    "par with",
-    "correlat",
-    "than",
-    "strong",
-    "excellent",
-    "remarkable",
-    "impressive",
-    "promising",
-    "robust",
-    "vulnerable",
+_TRIGGER_STEMS = _words(
+    """outperform surpass beat exceed state-of-the-art sota improv enhanc boost reduc increas
+    speed accelerat superior advantage gain match compet comparable par correlat than strong
+    excellent remarkable impressive promising robust vulnerable"""
 )
 _BLOCK_BEFORE = [
     # purpose ("to improve", "for improving"), but not "able to" / "lead to" / "compared to"
@@ -303,21 +234,30 @@ _BLOCK_BEFORE = [
 ]
 _CHANGE_VERB = re.compile(r"(?:improv|enhanc|boost|reduc|increas|accelerat)\w*", _I)
 _INTRANSITIVE = re.compile(r"\s*(?:[,.;:)]|$|(?:to|with|as|when|over|from)\b)", _I)
+_OBJECT_TRIGGER = re.compile(r"improv|enhanc|boost|reduc|increas|superior|accelerat")
+_IN_TERMS_OF = re.compile(r"\s*(?:in|of)\s+(?:terms\s+of\s+)?", _I)
+_COMPARE_TRIGGER = re.compile(
+    r"outperform|surpass|beat|exceed|match|compete|competitive|comparable|on par"
+)
+_OUTPERFORM = re.compile(r"\b(?:outperform\w*|surpass\w*)\s+", _I)
 _CHAINED_VERB = re.compile(r"\s*(?:or|and)\s+(?:even\s+)?\w+(?:\s+with)?\s+", _I)
 _COMPARISON_AFTER = re.compile(
-    r"(?<![-‑])\b(?:than|over|compared\s+(?:to|with)|relative\s+to|versus|vs\.?|against|competitive\s+"
-    r"(?:to|with)|outperform\w*|surpass\w*|beat(?:s|ing)?|exceed\w*|match(?:es|ed|ing)?)\s+"
+    r"(?<![-‑])\b(?:than|over|compared\s+(?:to|with)|relative\s+to|versus|vs\.?|against"
+    r"|competitive\s+(?:to|with)|outperform\w*|surpass\w*|beat(?:s|ing)?|exceed\w*"
+    r"|match(?:es|ed|ing)?)\s+"
     r"(?!\d|time\b|the\s+course|a\s+wide|a\s+range)",
     _I,
 )
 _PERFORMANCE_OF = re.compile(r"(?:the\s+)?performance\s+of\s+", _I)
 _COMPARISON_ANYWHERE = re.compile(r"\b(?:compared\s+(?:to|with)|relative\s+to)\s+", _I)
-_PHRASE_END = re.compile(
-    r"[,;:()\[\]\"“”—]|--|\.(?:\s|$)|\s(?:on|in|across|at|while|with|by|when|for|especially|without"
-    r"|through|under|using|which|that|showing|and\s+(?:an?|the|up\s+to|\d)|from|to|as|during"
-    r"|whereas|but|via|after|before|because|since|where|thereby|leading|yielding|achieving"
-    r"|over|than|compared|against|versus|vs"
-    r"|making|demonstrating|establishing|retaining|maintaining|while)\b",
+_SEGMENT_SEP = re.compile(r"[()\[\]]|[;:,](?=\s)|\s(?:while|whereas)\s|\s?(?:—|--)\s?|\s–\s")
+_PUNCT_END = re.compile(r"[,;:()\[\]\"“”—]|--|\.(?:\s|$)")
+# Words that end a noun phrase: prepositions, conjunctions, participles opening a new clause.
+_PHRASE_STOP = re.compile(
+    r"on|in|across|at|while|with|by|when|for|especially|without|through|under|using|which|that"
+    r"|showing|from|to|as|during|whereas|but|via|after|before|because|since|where|thereby"
+    r"|leading|yielding|achieving|over|than|compared|against|versus|vs|making|demonstrating"
+    r"|establishing|retaining|maintaining",
     _I,
 )
 _LEADING_JUNK = re.compile(
@@ -330,50 +270,11 @@ _STATEMENT_JUNK = re.compile(
     rf"{_LEADING_JUNK.pattern}|(?:achieving|yielding|obtaining|reaching|attaining)\s+", _I
 )
 _DETERMINER = re.compile(r"^(?:the|a|an|both|all|its|their|our|these|those)\s+", _I)
-_VERBISH = frozenset(
-    [
-        "better",
-        "also",
-        "even",
-        "enables",
-        "enable",
-        "maintains",
-        "maintain",
-        "reduces",
-        "reduce",
-        "improves",
-        "improve",
-        "enhances",
-        "enhance",
-        "elicit",
-        "elicits",
-        "preserves",
-        "preserve",
-        "achieves",
-        "achieve",
-        "yields",
-        "yield",
-        "generalizes",
-        "shows",
-        "show",
-        "is",
-        "are",
-        "remains",
-        "provides",
-        "offers",
-        "reveals",
-        "reveal",
-        "demonstrates",
-        "exhibits",
-        "requires",
-        "scales",
-        "produces",
-        "uncovers",
-        "identifies",
-        "captures",
-        "outperforms",
-        "matches",
-    ]
+_VERBISH = _words(
+    """better also even enables enable maintains maintain reduces reduce improves improve
+    enhances enhance elicit elicits preserves preserve achieves achieve yields yield
+    generalizes shows show is are remains provides offers reveals reveal demonstrates
+    exhibits requires scales produces uncovers identifies captures outperforms matches"""
 )
 
 # --- datasets ------------------------------------------------------------------------------
@@ -392,54 +293,17 @@ _EXPERIMENTS_ON = re.compile(
     r"|validate|verify)\b",
     _I,
 )
+_ON_LEAD = re.compile(r"On\s+([^,]{3,60}),")
 _MODEL_NAME = re.compile(
     r"^(?:llama|gpt|qwen|gemma|medgemma|mistral|mixtral|claude|gemini|bert|roberta|t5|pythia|opt"
     r"|phi|deepseek|falcon|vicuna|olmo|vit|resnet|clip|mamba|palm|bloom|[ahv]100|tpu|gpu)"
     r"|\d+(?:\.\d+)?[BMK]\b",
     _I,
 )
-_BAD_PHRASE_START = frozenset(
-    [
-        "this",
-        "these",
-        "that",
-        "those",
-        "both",
-        "all",
-        "each",
-        "average",
-        "par",
-        "top",
-        "its",
-        "their",
-        "our",
-        "the",
-        "a",
-        "an",
-        "multiple",
-        "several",
-        "various",
-        "diverse",
-        "many",
-        "different",
-        "one",
-        "two",
-        "three",
-        "four",
-        "five",
-        "six",
-        "seven",
-        "eight",
-        "nine",
-        "ten",
-        "eleven",
-        "twelve",
-        "most",
-        "some",
-        "any",
-        "which",
-        "it",
-    ]
+_BAD_PHRASE_START = _words(
+    """this these that those both all each average par top its their our the a an multiple
+    several various diverse many different one two three four five six seven eight nine ten
+    eleven twelve most some any which it"""
 )
 
 
@@ -491,7 +355,10 @@ def _select(found: list[tuple[int, int, dict[str, Any]]]) -> list[dict[str, Any]
 def _sentences(text: str) -> list[str]:
     out: list[str] = []
     for sentence in split_sentences(text):
-        out.extend(part.strip() for part in _CJK_END.split(sentence) if part.strip())
+        if _CJK_END.search(sentence):  # split_sentences only knows Latin end punctuation
+            out.extend(p.strip() for p in _CJK_SPLIT.split(sentence) if p.strip())
+        else:
+            out.append(sentence)
     return out
 
 
@@ -554,7 +421,7 @@ def _describes_method(sentence: str, first: _Hit) -> bool:
 def _scan_numbers(sentence: str) -> list[_Hit]:
     hits: list[_Hit] = []
     consumed = -1
-    for m in NUMBER_RE.finditer(sentence):
+    for m in itertools.islice(NUMBER_RE.finditer(sentence), _MAX_NUMBERS):
         if m.start() < consumed or _junk_number(sentence, m.start(), m.end()):
             continue
         hit = _pair_or_range(sentence, m) or _with_unit(sentence, m) or _bare_metric(sentence, m)
@@ -682,9 +549,6 @@ def _segments(s: str) -> list[tuple[int, int]]:
     return [_strip_span(s, a, b) for a, b in spans if s[a:b].strip()]
 
 
-_SEGMENT_SEP = re.compile(r"[()\[\]]|[;:,](?=\s)|\s(?:while|whereas)\s|\s?(?:—|--)\s?|\s–\s")
-
-
 def _strip_span(s: str, a: int, b: int) -> tuple[int, int]:
     while a < b and s[a] in " .,;:":
         a += 1
@@ -737,7 +601,7 @@ def _evidence_span(
     """The tight clause carrying a number, and the list head when it is one item of a list."""
     group = _paren_group(s, hit.num_start)
     if group is not None and sum(group[0] <= h.num_start < group[1] for h in hits) >= 2:
-        item = _item_span(s, group, hit.num_start)
+        item = _item_span(s, group, hit)
         seg = _containing(segments, hit.num_start)
         head_start = max(seg[0], s.rfind(")", seg[0], group[0]) + 1)
         lead = _LEADING_JUNK.match(s, head_start)
@@ -777,9 +641,9 @@ def _containing(segments: list[tuple[int, int]], pos: int) -> tuple[int, int]:
     return min(segments, key=lambda seg: abs(seg[0] - pos))
 
 
-def _item_span(s: str, group: tuple[int, int], pos: int) -> tuple[int, int]:
-    start = s.rfind(",", group[0], pos)
-    end = s.find(",", pos, group[1])
+def _item_span(s: str, group: tuple[int, int], hit: _Hit) -> tuple[int, int]:
+    start = s.rfind(",", group[0], hit.start)
+    end = s.find(",", hit.end, group[1])
     return _strip_span(s, start + 1 if start >= 0 else group[0], end if end >= 0 else group[1])
 
 
@@ -823,6 +687,8 @@ def _too_short(clause: str) -> bool:
 def _after_lead_in(s: str, a: int, limit: int) -> int:
     """Skip a reporting lead-in ('Experiments show that') that ends before position `limit`."""
     best = a
+    if "that" not in s[a:limit]:
+        return best
     for m in _LEAD_IN.finditer(s, a, limit):
         if len(s[m.end() : limit + 30].split()) >= 2:
             best = m.end()
@@ -878,9 +744,11 @@ def _metric_in(text: str, last: bool) -> str | None:
     head = m.group("head")
     if head.lower().startswith("accurate"):
         return "accuracy"
-    mod = m.group("mod")
-    if mod and head.lower() in _GENERIC_HEADS and mod.lower() not in _NOT_MODIFIERS:
-        return f"{mod} {head}"
+    if head.lower() not in _GENERIC_HEADS:
+        return head
+    mod = _MODIFIER.search(text, max(0, m.start() - 30), m.start())
+    if mod and mod.group(1).lower() not in _NOT_MODIFIERS:
+        return f"{mod.group(1)} {head}"
     return head
 
 
@@ -914,7 +782,7 @@ def _qualitative(sentence: str) -> dict[str, Any] | None:
 
 def _blocked(s: str, m: re.Match[str]) -> bool:
     pos = m.start()
-    if pos and s[pos - 1] in "-‑":
+    if pos > 1 and s[pos - 1] in "-‑" and s[pos - 2].isalnum():
         return True  # "perplexity-matched"
     if _CHANGE_VERB.fullmatch(m.group("trigger").split()[-1]) and _INTRANSITIVE.match(s, m.end()):
         return True  # "as context length increases", "which reduce to dendrograms"
@@ -954,10 +822,9 @@ def _qualitative_span(s: str, pos: int) -> tuple[int, int]:
 
 def _qualitative_metric(s: str, m: re.Match[str]) -> str | None:
     trigger = m.group("trigger").lower()
-    rest = s[m.end() :]
-    if re.search(r"(?:improv|enhanc|boost|reduc|increas|superior|accelerat)", trigger):
-        inner = re.match(r"\s*(?:in|of)\s+(?:terms\s+of\s+)?", rest)
-        phrase = _phrase(s, m.end() + (inner.end() if inner else 0))
+    if _OBJECT_TRIGGER.search(trigger):
+        inner = _IN_TERMS_OF.match(s, m.end())
+        phrase = _phrase(s, inner.end() if inner else m.end())
         if phrase and not phrase.lower().startswith(("by ", "over ", "on ")):
             return phrase
     for word, name in _ADJ_METRIC.items():
@@ -971,9 +838,7 @@ def _qualitative_metric(s: str, m: re.Match[str]) -> str | None:
 def _qualitative_comparison(s: str, m: re.Match[str]) -> str | None:
     trigger = m.group("trigger").lower()
     pos = m.end()
-    if re.match(
-        r"(?:outperform|surpass|beat|exceed|match|compete|competitive|comparable|on par)", trigger
-    ):
+    if _COMPARE_TRIGGER.match(trigger):
         chained = _CHAINED_VERB.match(s, pos)
         pos = chained.end() if chained else pos
         perf = _PERFORMANCE_OF.match(s, pos)
@@ -989,29 +854,40 @@ def _qualitative_comparison(s: str, m: re.Match[str]) -> str | None:
 def _phrase(s: str, pos: int) -> str | None:
     """The short noun phrase starting at `pos`, up to a clause boundary; None if too long."""
     rest = s[pos : pos + 160]
-    end = _PHRASE_END.search(rest)
-    phrase = rest[: end.start()] if end else rest
+    end = _PUNCT_END.search(rest)
+    head = rest[: end.start()] if end else rest
     # "prior, more complex methods": a lone adjective before a comma is not the whole phrase
-    if end and end.group(0) == "," and phrase.strip().lower() in {"prior", "previous", "existing"}:
-        more = _PHRASE_END.search(rest, end.end())
-        phrase = rest[: more.start()] if more else rest
-    phrase = _DETERMINER.sub("", phrase.strip())
-    phrase = _trim_and(phrase).strip(" .,;:*_")
-    words = phrase.split()
+    if end and end.group(0) == "," and head.strip().lower() in {"prior", "previous", "existing"}:
+        more = _PUNCT_END.search(rest, end.end())
+        head = rest[: more.start()] if more else rest
+    words = _phrase_words(_DETERMINER.sub("", head.strip()))
     if not words or len(words) > _MAX_PHRASE_WORDS:
         return None
-    return phrase
+    return " ".join(words)
 
 
-def _trim_and(phrase: str) -> str:
-    """Cut 'X and better elicit Y' at a coordinated verb; keep 'forget efficacy and retain utility'."""
-    words = phrase.split()
-    for i, word in enumerate(words[:-1]):
+def _phrase_words(text: str) -> list[str]:
+    """Words of `text` up to a stop word, or an 'and' that starts a new clause or result."""
+    words = text.split()
+    kept: list[str] = []
+    for i, word in enumerate(words):
+        nxt = words[i + 1].lower() if i + 1 < len(words) else ""
+        if _PHRASE_STOP.fullmatch(word):
+            break
         if word.lower() == "and" and (
-            words[i + 1].lower() in _VERBISH or words[i + 1].lower().endswith("ly")
+            nxt in {"a", "an", "the", "up"}
+            or nxt[:1].isdigit()
+            or nxt in _VERBISH
+            or nxt.endswith("ly")
         ):
-            return " ".join(words[:i])
-    return phrase
+            break
+        kept.append(word)
+    while kept and not kept[-1].strip(" .,;:*_"):
+        kept.pop()
+    if kept:
+        kept[-1] = kept[-1].rstrip(" .,;:*_")
+        kept[0] = kept[0].lstrip("*_")
+    return [w for w in kept if w]
 
 
 def _comparison(text: str) -> str | None:
@@ -1025,7 +901,7 @@ def _comparison(text: str) -> str | None:
 def _sentence_comparison(s: str) -> str | None:
     m = _COMPARISON_ANYWHERE.search(s)
     if m is None:
-        m = re.search(r"\b(?:outperform\w*|surpass\w*)\s+", s, _I)
+        m = _OUTPERFORM.search(s)
     return _phrase(s, m.end()) if m else None
 
 
@@ -1045,7 +921,7 @@ def _dataset(s: str, pos: int, span: tuple[int, int]) -> str | None:
     if m:
         such = _SUCH_AS_NAMES.search(m.group("phrase"))
         return _good_names(such.group("names")) if such else _dataset_phrase(m.group("phrase"))
-    m = re.match(r"On\s+([^,]{3,60}),", s)
+    m = _ON_LEAD.match(s)
     return _dataset_phrase(m.group(1)) if m else None
 
 
@@ -1074,14 +950,13 @@ def _good_names(names: str) -> str | None:
 
 
 def _dataset_phrase(phrase: str) -> str | None:
-    end = _PHRASE_END.search(phrase)
-    phrase = (phrase[: end.start()] if end else phrase).strip()
-    words = phrase.split()
+    end = _PUNCT_END.search(phrase)
+    words = _phrase_words(phrase[: end.start()] if end else phrase)
     if not words or len(words) > 5 or words[0].lower() in _BAD_PHRASE_START:
         return None
     if words[0][0].isdigit() or _MODEL_NAME.match(words[0]):
         return None
-    return phrase.strip(" .,")
+    return " ".join(words)
 
 
 def _statement(evidence: str, head: str | None) -> str:

@@ -1,0 +1,275 @@
+"""Offline claims extractor: schema-valid on every sample, right fields on known results, [] on none."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline.offline.claims import extract_claims
+from pipeline.schemas import MAX_CLAIMS, Claim, ClaimsOutput
+from pipeline.text import canonical_number
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "iclr2026"
+CLAIM_KEYS = set(Claim.model_fields) - {"span"}
+
+
+def _sample_abstracts() -> list[str]:
+    out: list[str] = []
+    for path in sorted(EXAMPLES.glob("*.txt")):
+        blocks = [b.strip() for b in re.split(r"\n\s*\n", path.read_text(encoding="utf-8"))]
+        out.extend(b for b in blocks[1:] if b)  # first block is the list title
+    return out
+
+
+SAMPLES = _sample_abstracts()
+
+
+def _abstract_with(*needles: str) -> str:
+    found = [a for a in SAMPLES if all(n in a for n in needles)]
+    assert len(found) == 1, needles
+    return found[0]
+
+
+def _validate(text: str) -> list[dict]:
+    claims = extract_claims(text)
+    ClaimsOutput.model_validate({"claims": claims}, context={"abstract": text})
+    return claims
+
+
+def _by_value(claims: list[dict], value: str) -> dict:
+    hits = [c for c in claims if c["value"] and canonical_number(c["value"]) == value]
+    assert len(hits) == 1, (value, claims)
+    return hits[0]
+
+
+def test_samples_are_the_57_abstracts():
+    assert len(SAMPLES) == 57
+
+
+@pytest.mark.parametrize("index", range(len(SAMPLES)))
+def test_every_sample_validates_against_its_abstract(index):
+    text = SAMPLES[index]
+    claims = _validate(text)
+    assert len(claims) <= MAX_CLAIMS
+    for claim in claims:
+        assert set(claim) == CLAIM_KEYS
+        assert claim["statement"].strip()
+        assert (claim["kind"] == "quantitative") == (claim["value"] is not None)
+        assert len(claim["evidence"].split()) <= 40
+    keys = [(c["value"], c["evidence"]) for c in claims]
+    assert len(keys) == len(set(keys)), "duplicate claims"
+
+
+def test_samples_give_both_kinds_and_some_empty_lists():
+    results = [extract_claims(a) for a in SAMPLES]
+    kinds = [c["kind"] for claims in results for c in claims]
+    assert kinds.count("quantitative") >= 20
+    assert kinds.count("qualitative") >= 20
+    assert 10 <= sum(not claims for claims in results) <= 30
+
+
+def test_output_is_deterministic():
+    assert [extract_claims(a) for a in SAMPLES] == [extract_claims(a) for a in SAMPLES]
+
+
+def test_dr_ggad_mean_auroc_gain():
+    claims = _validate(_abstract_with("+5.14%", "AUROC"))
+    claim = _by_value(claims, "5.14")
+    assert claim["kind"] == "quantitative"
+    assert claim["value"].lstrip("+") == "5.14"
+    assert claim["metric"] == "AUROC"
+    assert claim["unit"] == "%"
+    assert "+5.14%" in claim["evidence"]
+    assert claim["comparison"] and "best prior GGAD" in claim["comparison"]
+    assert "8 benchmark target graphs" not in claim["evidence"]  # tight, not the whole sentence
+
+
+def test_dr_ggad_one_claim_per_dataset_number():
+    claims = _validate(_abstract_with("+5.14%", "AUROC"))
+    assert {canonical_number(c["value"]) for c in claims if c["value"]} == {
+        "5.14",
+        "12.59",
+        "9.96",
+        "7.48",
+        "17.12",
+        "17.77",
+    }
+    facebook = _by_value(claims, "12.59")
+    assert facebook["dataset"] == "Facebook"
+    assert facebook["metric"] == "AUROC"
+    citeseer = _by_value(claims, "17.77")
+    assert citeseer["dataset"] == "CiteSeer"
+    assert citeseer["metric"] == "AUPRC"
+    assert not any(c["value"] == "8" for c in claims)  # "On 8 benchmark target graphs" is setup
+
+
+def test_from_a_to_b_takes_b():
+    claims = _validate(_abstract_with("from 66.0\\% to 79.1\\%"))
+    claim = _by_value(claims, "79.1")
+    assert claim["unit"] == "%"
+    assert claim["metric"] and "success rate" in claim["metric"]
+    assert not any(canonical_number(c["value"] or "") == "66.0" for c in claims)
+
+
+def test_list_of_results_is_one_claim_per_number_with_tight_evidence():
+    claims = _validate(_abstract_with("19.9% on classification"))
+    qa = _by_value(claims, "4.5")
+    assert qa["evidence"] == "4.5% on question answering"
+    assert qa["dataset"] == "question answering"
+    dialogue = _by_value(claims, "2.1")
+    assert "19.9%" not in dialogue["evidence"] and "4.5%" not in dialogue["evidence"]
+
+
+def test_two_results_joined_by_and_are_split():
+    claims = _validate(_abstract_with("CRISP (Clustered Reward"))
+    five = _by_value(claims, "5")
+    ten = _by_value(claims, "10")
+    assert five["comparison"] == "other RM-based inference methods"
+    assert ten["comparison"] == "advanced reasoning models"
+    assert "10%" not in five["evidence"]
+    # "CRISP significantly enhances ..." is the same result as its numbers: no extra claim
+    assert all(c["kind"] == "quantitative" for c in claims)
+
+
+def test_speedup_and_cost_ratio():
+    speed = _by_value(_validate(_abstract_with("AlphaRL")), "2.5")
+    assert (speed["unit"], speed["metric"]) == ("x", "speedup")
+    cost = _by_value(_validate(_abstract_with("278 times")), "278")
+    assert cost["unit"] == "x"
+    assert cost["comparison"] == "fine-tuning"
+
+
+def test_qualitative_outperforms_with_comparison():
+    claims = _validate(_abstract_with("VeriTrail outperforms baseline methods"))
+    assert len(claims) == 1
+    claim = claims[0]
+    assert claim["kind"] == "qualitative"
+    assert claim["value"] is None and claim["unit"] is None
+    assert claim["comparison"] == "baseline methods"
+    assert "outperforms" in claim["evidence"]
+
+
+def test_qualitative_picks_named_benchmarks():
+    claims = _validate(_abstract_with("WildGuardMix and BeaverTails"))
+    assert [c["kind"] for c in claims] == ["qualitative"]
+    assert claims[0]["dataset"] == "WildGuardMix and BeaverTails"
+    assert claims[0]["comparison"] == "MLP-based probe baselines of the same size"
+    assert "30B" not in claims[0]["evidence"]  # "4 models with up to 30B parameters" is setup
+
+
+@pytest.mark.parametrize(
+    "needle",
+    [
+        "Sparse autoencoders (SAEs) and transcoders have become important tools",
+        "neuromanifold",
+        "Tutor-Pupil scheme",
+        "off-by-one addition",
+        "Conventional preference learning methods",
+    ],
+)
+def test_abstracts_without_results_give_no_claims(needle):
+    assert _validate(_abstract_with(needle)) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "unit", "metric", "dataset"),
+    [
+        ("Our model is 2.3x faster than the dense baseline.", "2.3", "x", "speed", None),
+        ("The new loss reduces error by 30% relative to cross-entropy.", "30", "%", "error", None),
+        ("It achieves 85.2% accuracy on ImageNet.", "85.2", "%", "accuracy", "ImageNet"),
+        ("We improve BLEU from 41.2 to 48.9 on WMT14.", "48.9", None, "BLEU", "WMT14"),
+        ("Our method improves mAP by 4.1 on COCO.", "4.1", None, "mAP", "COCO"),
+        ("It reaches an F1 score of 0.87.", "0.87", None, "F1 score", None),
+        ("Latency drops from 120 ms to 45 ms on a single GPU.", "45", "ms", "Latency", None),
+    ],
+)
+def test_common_result_phrasings(text, value, unit, metric, dataset):
+    claims = _validate(text)
+    assert len(claims) == 1, claims
+    claim = claims[0]
+    assert (claim["value"], claim["unit"], claim["metric"], claim["dataset"]) == (
+        value,
+        unit,
+        metric,
+        dataset,
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We train a 7B model on 2T tokens collected in 2023 and 2024.",
+        "On 8 benchmark target graphs, we compare against 12 baselines.",
+        "Our benchmark contains over 13,000 samples covering 6 categories in 11 languages.",
+        "We use a batch size of 256, a learning rate of 0.001 and 4 GPUs with 80 GB memory.",
+        "We mask 15% of the input tokens during pretraining of Llama-3.1-8B.",
+        "Prior work reports a 12% gain on GSM8K. We revisit this setting. Our method is simple.",
+        "Smith et al. (2022) found that 30% of answers are wrong, which we revisit here.",
+        "We prove a convergence rate of O(1/T^{1/2}) for p in (1, 2].",
+        "Code is available at https://github.com/x/y-2024 and https://4open.science/r/A-71CC.",
+        "Using only 10% of the labels, we fine-tune ResNet-50 with 3-fold cross-validation.",
+        "We propose X, a method designed to improve robustness. It is simple. It is general.",
+        "Recent methods have shown remarkable speed-ups over transformers. We study why. It works.",
+    ],
+)
+def test_setup_background_and_math_numbers_are_not_claims(text):
+    assert _validate(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "   \n\t  ",
+        "no punctuation at all but it improves accuracy by 5% over the baseline " * 3,
+        "我们的方法在ImageNet上达到了85.2%的准确率，比基线提高了3.1%。实验表明我们的方法优于现有方法。",
+        "<p>Our model <b>outperforms</b> GPT-4 by 12.5% on <i>MMLU</i>.</p><br/>Done.",
+        r"$\sum_{i=1}^{n} x_i^2 \leq 5\%$ ±3.2% −4.1% ∑∫≤≥ %%% 50%% 1e-5 \frac{1}{2}",
+        "((((( 5% ) ( ( 12x faster ]]]] [[[",
+        "\x00\x01 5% improvement \x00",
+        "." * 5000 + "5%" + "," * 5000,
+        "ab\ud800cd improves 5%",
+    ],
+)
+def test_junk_input_returns_valid_claims(text):
+    claims = _validate(text)
+    assert isinstance(claims, list)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We achieve 85.2% accuracy on ImageNet, outperforming baselines. " * 16_000,
+        "1 " * 500_000,
+        "x9%" * 350_000,
+    ],
+)
+def test_megabyte_input_is_fast(text):
+    start = time.perf_counter()
+    claims = _validate(text)
+    assert time.perf_counter() - start < 2.0
+    assert len(claims) <= MAX_CLAIMS
+
+
+def test_many_results_are_capped():
+    text = " ".join(f"Our method improves accuracy by {i}.5% on task {i}." for i in range(40))
+    claims = _validate(text)
+    assert len(claims) == MAX_CLAIMS
+    assert all(c["kind"] == "quantitative" for c in claims)
+
+
+def test_non_string_input_gives_no_claims():
+    assert extract_claims(None) == []  # type: ignore[arg-type]
+    assert extract_claims(b"5% better") == []  # type: ignore[arg-type]
+
+
+def test_throughput_on_samples():
+    start = time.perf_counter()
+    for _ in range(5):
+        for text in SAMPLES:
+            extract_claims(text)
+    rate = 5 * len(SAMPLES) / (time.perf_counter() - start)
+    assert rate > 500, f"{rate:.0f} abstracts/s"  # ~3000/s on a quiet 2-core machine
