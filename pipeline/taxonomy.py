@@ -53,11 +53,22 @@ class Taxonomy(BaseModel):
 
     @cached_property
     def _lookup(self) -> dict[str, str]:
-        table: dict[str, str] = {}
+        # Ids first, so no label or synonym of another tag can shadow an exact id.
+        table = {_key(tag.id): tag.id for tag in self.tags.values()}
         for tag in self.tags.values():
-            for name in (tag.id, tag.label, *tag.synonyms):
+            for name in (tag.label, *tag.synonyms):
                 table.setdefault(_key(name), tag.id)
         return table
+
+    def ambiguous_names(self) -> list[str]:
+        """Ids, labels or synonyms that denote two different tags (a taxonomy error)."""
+        owner: dict[str, str] = {}
+        clashes: list[str] = []
+        for tag in self.tags.values():
+            for name in {_key(n) for n in (tag.id, tag.label, *tag.synonyms)}:
+                if owner.setdefault(name, tag.id) != tag.id:
+                    clashes.append(f"{name!r} ({owner[name]} and {tag.id})")
+        return clashes
 
     def resolve(self, name: str) -> str | None:
         """The tag id that `name` (an id, label or synonym, any case) denotes, or None."""
@@ -82,4 +93,7 @@ def load_taxonomy(path: Path) -> Taxonomy:
             if tag.id in seen:
                 raise ConfigError(f"taxonomy {path}: duplicate tag id {tag.id!r}")
             seen.add(tag.id)
+    clashes = tax.ambiguous_names()
+    if clashes:
+        raise ConfigError(f"taxonomy {path}: names used by two tags: {', '.join(clashes[:5])}")
     return tax

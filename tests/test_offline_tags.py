@@ -45,7 +45,9 @@ def _facets(tags: list[str], tax: Taxonomy) -> set[str]:
 
 
 def _validate(tags: list[str], keywords: list[str], tax: Taxonomy) -> TagsOutput:
-    return TagsOutput.model_validate({"tags": tags, "keywords": keywords}, context={"taxonomy": tax})
+    return TagsOutput.model_validate(
+        {"tags": tags, "keywords": keywords}, context={"taxonomy": tax}
+    )
 
 
 # Taxonomy -------------------------------------------------------------------------------------
@@ -156,7 +158,9 @@ def test_abbreviations_match_case_sensitively_as_whole_tokens(tax: Taxonomy) -> 
     assert "generative-adversarial-networks" in match_tags("Two GANs are compared.", tax)[0]
     rlhf = match_tags("We align models with RLHF and compare RLHF variants.", tax)[0]
     assert "rlhf" in rlhf and "reinforcement-learning" not in rlhf
-    assert "reinforcement-learning" in match_tags("We train RL agents with RL-based rewards.", tax)[0]
+    assert (
+        "reinforcement-learning" in match_tags("We train RL agents with RL-based rewards.", tax)[0]
+    )
     assert "reinforcement-learning" not in match_tags("the url was rl-compatible", tax)[0]
 
 
@@ -168,7 +172,10 @@ def test_abbreviations_match_case_sensitively_as_whole_tokens(tax: Taxonomy) -> 
         ("We benchmark GNNs on molecules. GNNs are popular.", "graph-neural-networks"),
         ("Graph Neural Networks are popular message-passing models.", "graph-neural-networks"),
         ("Vision-language models (VLMs) caption images.", "vision-language-models"),
-        ("Self-supervised learning of visual features via masked image modeling.", "self-supervised-learning"),
+        (
+            "Self-supervised learning of visual features via masked image modeling.",
+            "self-supervised-learning",
+        ),
     ],
 )
 def test_plural_case_and_hyphen_variants(text: str, tag: str, tax: Taxonomy) -> None:
@@ -177,23 +184,32 @@ def test_plural_case_and_hyphen_variants(text: str, tag: str, tax: Taxonomy) -> 
 
 def test_defined_acronym_counts_for_its_tag(tax: Taxonomy) -> None:
     text = (
-        "Knowledge editing methods (KEs) update facts in models. Misinformation is a risk. "
-        "We show KEs leave traces; detecting KEs is possible, and KEs can be reversed."
+        "Knowledge editing methods (KEs) update facts in models. Misinformation spreads on "
+        "social media. We show KEs leave traces; detecting KEs is possible, and KEs can be "
+        "reversed. Misinformation remains."
     )
     tags, keywords = match_tags(text, tax)
     assert tags[0] == "knowledge-editing"
     assert not any("KEs" in kw for kw in keywords)
 
 
-def test_lead_mentions_and_specific_tags_rank_first(tax: Taxonomy) -> None:
+def test_lead_mentions_rank_first(tax: Taxonomy) -> None:
     text = (
-        "We study diffusion models for protein design with large language models. "
-        "Large language models are used as text encoders. Results use large language models. "
-        "We also briefly note a graph neural network baseline."
+        "We study diffusion models for images. Sampling is slow. "
+        "A graph neural network baseline is included for comparison."
     )
     tags, _ = match_tags(text, tax)
-    assert tags.index("diffusion-models") < tags.index("large-language-models")
-    assert tags.index("proteins") < tags.index("large-language-models")
+    # The longer phrase in the body would win on specificity alone; the lead position decides.
+    assert tags[:2] == ["diffusion-models", "graph-neural-networks"]
+
+
+def test_broad_tags_come_after_specific_ones(tax: Taxonomy) -> None:
+    text = (
+        "Large language models (LLMs) are everywhere. LLMs are trained at scale, and LLMs "
+        "memorize. We train sparse autoencoders on LLMs and compare LLMs of several sizes."
+    )
+    tags, _ = match_tags(text, tax)
+    assert tags.index("sparse-autoencoders") < tags.index("large-language-models")
 
 
 @pytest.mark.parametrize(
@@ -201,9 +217,18 @@ def test_lead_mentions_and_specific_tags_rank_first(tax: Taxonomy) -> None:
     [
         ("We propose a novel attention mechanism that outperforms baselines.", "new-method"),
         ("We introduce a new benchmark of 5,000 questions to evaluate LLMs.", "benchmark-dataset"),
-        ("We prove a tight upper bound on the sample complexity of learning.", "theoretical-analysis"),
-        ("We study how transformers use positional encodings and find that heads specialize.", "empirical-study"),
-        ("This survey reviews work on diffusion models and offers an overview of open problems.", "survey"),
+        (
+            "We prove a tight upper bound on the sample complexity of learning.",
+            "theoretical-analysis",
+        ),
+        (
+            "We study how transformers use positional encodings and find that heads specialize.",
+            "empirical-study",
+        ),
+        (
+            "This survey reviews work on diffusion models and offers an overview of open problems.",
+            "survey",
+        ),
         ("本文提出了一种新的方法。", "new-method"),
     ],
 )
@@ -231,9 +256,13 @@ def test_text_without_matches_still_gets_one_tag(text: str, tax: Taxonomy) -> No
 
 
 def test_never_more_than_six_tags_or_five_keywords(tax: Taxonomy) -> None:
-    text = " ".join(
-        f"We propose {label} for {label}." for label in [t.label for t in tax.tags.values()][:80]
-    ) + " Alpha Beta (AB), Gamma Delta (GD), Eps Zeta (EZ), Eta Theta (ET), Iota Kappa (IK), Mu Nu (MN)."
+    text = (
+        " ".join(
+            f"We propose {label} for {label}."
+            for label in [t.label for t in tax.tags.values()][:80]
+        )
+        + " Alpha Beta (AB), Gamma Delta (GD), Eps Zeta (EZ), Eta Theta (ET), Iota Kappa (IK), Mu Nu (MN)."
+    )
     tags, keywords = match_tags(text, tax)
     assert len(tags) == 6 and len(keywords) == 5
     _validate(tags, keywords, tax)
@@ -249,11 +278,37 @@ def test_matcher_is_built_once_per_taxonomy(tax: Taxonomy) -> None:
 def test_throughput(samples: list[str], tax: Taxonomy) -> None:
     # The target is >= 2000 abstracts/s; the bound here is lenient so a busy CI box does not flake,
     # but it still fails if, say, the index were rebuilt for every call.
+    # CPU time, not wall time, so other processes on the machine do not count against it.
     match_tags(samples[0], tax)
     best = 0.0
     for _ in range(3):
-        start = time.perf_counter()
+        start = time.process_time()
         for text in samples * 4:
             match_tags(text, tax)
-        best = max(best, len(samples) * 4 / (time.perf_counter() - start))
+        best = max(best, len(samples) * 4 / max(time.process_time() - start, 1e-9))
     assert best >= 800, f"{best:.0f} abstracts/s"
+
+
+def test_mentions_report_spans_and_lead_weight(tax: Taxonomy) -> None:
+    found = matcher_for(tax).mentions("Neural ODEs are neat. They work. Neural ODEs again.")
+    assert [(m.tag, m.start, m.end) for m in found] == [
+        ("neural-odes", 0, 2),
+        ("neural-odes", 6, 8),
+    ]
+    assert found[0].weight > found[1].weight
+
+
+def test_keywords_fill_up_with_repeated_phrases(tax: Taxonomy) -> None:
+    text = (
+        "Feature visualization of sparse autoencoders reveals structure. We apply feature "
+        "visualization to sparse autoencoders trained on images, and Dale's law holds."
+    )
+    _tags, keywords = match_tags(text, tax)
+    assert "Feature visualization" in keywords
+    assert not any("autoencoder" in kw.lower() for kw in keywords)
+
+
+def test_acronym_long_form_stops_at_punctuation(tax: Taxonomy) -> None:
+    assert "Foo Bar Baz (FBB)" in match_tags("We train Foo Bar Baz (FBB) models.", tax)[1]
+    keywords = match_tags("Fast models, bar baz (FBB) help.", tax)[1]
+    assert not any(kw.startswith("Fast") for kw in keywords)

@@ -91,3 +91,17 @@ def test_strict_llm_schema_requires_every_field_and_hides_computed_span():
     tags = llm_json_schema(TagsOutput, tag_ids=TAX.ids)
     assert tags["properties"]["tags"]["items"]["enum"] == ["graph-neural-networks", "anomaly-detection"]
     assert "default" not in str(tags)
+
+
+def test_taxonomy_rejects_a_name_shared_by_two_tags(tmp_path):
+    from pipeline.errors import ConfigError
+    from pipeline.taxonomy import load_taxonomy
+
+    path = tmp_path / "taxonomy.yaml"
+    path.write_text(
+        "version: 1\nfacets:\n  - id: m\n    label: M\n    tags:\n"
+        "      - {id: evaluation-metric, label: Evaluation metric}\n"
+        "      - {id: benchmark, label: Benchmark, synonyms: [evaluation metric]}\n"
+    )
+    with pytest.raises(ConfigError, match="evaluation metric"):
+        load_taxonomy(path)

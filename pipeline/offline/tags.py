@@ -16,15 +16,19 @@ Matching rules:
 Scoring: a mention weighs more in a title line or the first two sentences, and for longer
 (more specific) phrases; broad tags weigh less. The strongest topical tags come first, then
 the contribution type inferred from cues ("we propose", "we prove", "a new benchmark", ...).
-Keywords are acronym definitions and model names that the taxonomy does not cover.
+Keywords are what the taxonomy does not cover: acronym definitions ("Function Sharing KAN
+(FS-KAN)"), model names ("Llama-3.2-1B") and, to fill up, noun phrases repeated in the text.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+from itertools import compress
+from operator import or_
 from typing import NamedTuple
 
 from pipeline.taxonomy import Taxonomy
@@ -57,11 +61,20 @@ RELATIVE_SCORE = 0.25  # ... and this fraction of the best tag's score
 SECOND_CONTRIBUTION = 0.8  # a runner-up contribution type this close to the best is kept too
 REPEAT_DECAY = 0.75  # the k-th mention of a tag counts REPEAT_DECAY**(k-1): repetition saturates
 MAX_CUE_HITS = 3  # one cue repeated counts at most this often
+MAX_PHRASE_KEYWORDS = 2  # repeated noun phrases fill at most this many keyword slots
 
 _TOKEN = re.compile(r"\w+")
+_SPLIT = re.compile(r"(\w+)")
+
+
+def _wordset(words: str) -> frozenset[str]:
+    """A set of whitespace-separated words."""
+    return frozenset(words.split())
+
+
 _SENT_END = re.compile(r"[.!?](?=[\"')\]]?\s+[\"'(\[]?[A-Z0-9])|[。！？]")
 # Trailing words that do not change what an acronym's long form denotes.
-_GENERIC_TAIL = frozenset("method model approach framework technique algorithm system".split())
+_GENERIC_TAIL = _wordset("method model approach framework technique algorithm system")
 
 
 def _is_abbrev(token: str) -> bool:
@@ -132,12 +145,14 @@ class Matcher:
     conflicts: list[tuple[str, str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        """Index every label and synonym of every tag."""
         for tag in self.taxonomy.tags.values():
             for phrase in (tag.label, *tag.synonyms):
                 for sensitive, key in _phrase_variants(phrase):
                     self._add(sensitive, key, tag.id, phrase)
 
     def _add(self, sensitive: bool, key: tuple[str, ...], tag_id: str, phrase: str) -> None:
+        """Index one phrase variant; a key already owned by another tag is a conflict."""
         index = self.cs_index if sensitive else self.ci_index
         starts = self.cs_starts if sensitive else self.ci_starts
         owner = index.setdefault(key, tag_id)
@@ -151,25 +166,30 @@ class Matcher:
         """Tag id -> position in the taxonomy file (the last tie-breaker)."""
         return {tag_id: k for k, tag_id in enumerate(self.taxonomy.tags)}
 
-    def scan(self, cs: tuple[str, ...], ci: tuple[str, ...], aliases: dict[str, str]) -> list[Mention]:
+    def scan(
+        self, cs: tuple[str, ...], ci: tuple[str, ...], aliases: dict[str, str]
+    ) -> list[Mention]:
         """Longest-match, left-to-right mentions over token forms (unweighted)."""
         out: list[Mention] = []
-        cs_starts, ci_starts = self.cs_starts, self.ci_starts
-        i, n = 0, len(cs)
-        while i < n:
-            hit = None
-            if cs[i] in cs_starts or ci[i] in ci_starts:
-                hit = self._longest(cs, ci, i)
+        starts = map(
+            or_, map(self.cs_starts.__contains__, cs), map(self.ci_starts.__contains__, ci)
+        )
+        if aliases:
+            starts = map(or_, starts, map(aliases.__contains__, cs))
+        covered = 0
+        for i in compress(range(len(cs)), starts):
+            if i < covered:
+                continue
+            hit = self._longest(cs, ci, i)
             if hit is None and cs[i] in aliases:
                 hit = (aliases[cs[i]], 1)
-            if hit is None:
-                i += 1
-                continue
-            out.append(Mention(hit[0], i, i + hit[1]))
-            i += hit[1]
+            if hit is not None:
+                out.append(Mention(hit[0], i, i + hit[1]))
+                covered = i + hit[1]
         return out
 
     def _longest(self, cs: tuple[str, ...], ci: tuple[str, ...], i: int) -> tuple[str, int] | None:
+        """The (tag, length) of the longest phrase starting at token i, if any."""
         best: tuple[str, int] | None = None
         for seq, index, starts in (
             (cs, self.cs_index, self.cs_starts),
@@ -207,21 +227,31 @@ class _Analysis:
     """One abstract, tokenized once: token forms, acronym definitions, weighted mentions."""
 
     def __init__(self, matcher: Matcher, text: str) -> None:
+        """Tokenize, find definitions and aliases, and weigh the taxonomy mentions."""
         self.text = text
-        self.tokens = _TOKEN.findall(text)
-        forms = [_forms(t) for t in self.tokens]
-        cs, ci, self.lower = (tuple(col) for col in zip(*forms)) if forms else ((), (), ())
+        parts = _SPLIT.split(text)
+        self.tokens, self.seps = parts[1::2], parts[0::2]  # seps[i] precedes tokens[i]
+        forms = list(map(_forms, self.tokens))
+        cs, ci, self.lower = (
+            (tuple(col) for col in zip(*forms, strict=True)) if forms else ((), (), ())
+        )
         self.definitions = _definitions(text)
         self.aliases = _aliases(matcher, self.definitions)
         self.mentions = _weigh(matcher.scan(cs, ci, self.aliases), text)
 
 
+def _title_end(text: str) -> int:
+    """End of a title line: short, no full stop, then a blank line or a capital (else 0)."""
+    first, sep, rest = text.partition("\n")
+    if not sep or not 0 < len(first.strip()) <= 200 or first.rstrip().endswith("."):
+        return 0
+    next_line = rest.lstrip(" \t")
+    return len(first) if next_line[:1] == "\n" or next_line[:1].isupper() else 0
+
+
 def _lead_bounds(text: str) -> tuple[int, int]:
     """Token counts of a title line (0 if none) and of the title plus first two sentences."""
-    title_end = 0
-    first, sep, _rest = text.partition("\n")
-    if sep and 0 < len(first.strip()) <= 200 and not first.rstrip().endswith("."):
-        title_end = len(first)
+    title_end = _title_end(text)
     lead_end = len(text)
     for k, m in enumerate(_SENT_END.finditer(text, title_end)):
         if k == 1:
@@ -236,7 +266,7 @@ def _weigh(spans: list[Mention], text: str) -> list[Mention]:
     n_title, n_lead = _lead_bounds(text)
     out: list[Mention] = []
     for tag, start, end, _w in spans:
-        place = 1.0
+        place = TITLE_WEIGHT if start < n_title else LEAD_WEIGHT if start < n_lead else 1.0
         weight = place * min(2.0, 1.0 + 0.3 * (end - start - 1)) * BROAD_TAGS.get(tag, 1.0)
         if out and out[-1].tag == tag and out[-1].end == start:
             out[-1] = Mention(tag, out[-1].start, end, max(out[-1].weight, weight))
@@ -248,10 +278,10 @@ def _weigh(spans: list[Mention], text: str) -> list[Mention]:
 # Acronym definitions ------------------------------------------------------------------------
 
 _DEF = re.compile(r"\(\s*([A-Za-z][A-Za-z0-9\-]{0,14})\s*\)")
-_MARKUP = re.compile(r"[*_`$\\{}\"“”‘’']")
-_STOP = frozenset(
+_MARKUP = re.compile(r"[*_`$\\{}\"“”]")
+_STOP = _wordset(
     """a an the of to in on for and or with by from as at is are was were be this that these
-    those it its we our their which via using based into over under between through""".split()
+    those it its we our their which via using based into over under between through"""
 )
 
 
@@ -284,13 +314,14 @@ def _initials_score(words: list[str], letters: str) -> int:
 
 def _long_form(before: str, acronym: str) -> str | None:
     """The 1-4 words before '(ACR)' that best spell the acronym, starting with its first letter."""
-    words = [_MARKUP.sub("", w).strip(",;:") for w in before.split()[-4:]]
+    raw = before.split()[-4:]
+    words = [_MARKUP.sub("", w) for w in raw]
     letters = "".join(c for c in acronym.lower() if c.isalnum())
     best: tuple[int, int] | None = None
     for k in range(1, len(words) + 1):
         head = words[-k]
-        if not head or not head[0].isalnum():
-            break
+        if not head or not head[0].isalnum() or (k > 1 and raw[-k][-1] in ",;:.!?)]"):
+            break  # a long form does not cross punctuation
         if head[0].lower() != letters[0] or head.lower() in _STOP:
             continue
         score = _initials_score(words[-k:], letters)
@@ -342,7 +373,11 @@ _SEQ_CUES: list[tuple[str, tuple[str, ...], float]] = [
     ("new-method", ("novel", "method|approach|framework|architecture|algorithm"), 1.0),
     ("theoretical-analysis", ("we", "prove|derive"), 2.5),
     ("theoretical-analysis", ("theorem|theorems|provable|provably|guarantee|guarantees",), 1.2),
-    ("theoretical-analysis", ("upper|lower|generalization|regret|error|tight", "bound|bounds"), 1.5),
+    (
+        "theoretical-analysis",
+        ("upper|lower|generalization|regret|error|tight", "bound|bounds"),
+        1.5,
+    ),
     ("theoretical-analysis", ("bounds|bounded",), 0.8),
     ("theoretical-analysis", ("convergence", "rate|rates|guarantee|guarantees|analysis"), 1.2),
     ("theoretical-analysis", ("theoretical|theoretically",), 1.0),
@@ -361,7 +396,10 @@ _SEQ_CUES: list[tuple[str, tuple[str, ...], float]] = [
     ("empirical-study", ("we", "find|observe|found|uncover|reveal"), 1.0),
     (
         "empirical-study",
-        ("systematic|empirical|comprehensive|controlled", "study|analysis|evaluation|investigation"),
+        (
+            "systematic|empirical|comprehensive|controlled",
+            "study|analysis|evaluation|investigation",
+        ),
         2.0,
     ),
     ("empirical-study", ("large", "scale", "study|analysis|evaluation|investigation"), 2.0),
@@ -419,16 +457,17 @@ _CUE_TAGS = [(tag, w) for tag, _s, w in _SEQ_CUES] + [(c[0], c[4]) for c in _WIN
 
 def _cue_hits(lower: tuple[str, ...]) -> Counter[int]:
     """Cue number -> times it fires in the lowercase tokens."""
-    words = [w for w in lower if not (w.endswith("ly") and len(w) > 4 and w not in _CUE_INDEX)]
     hits: Counter[int] = Counter()
-    n = len(words)
-    for i, word in enumerate(words):
-        for k, rest, window in _CUE_INDEX.get(word, ()):
+    n = len(lower)
+    for i in compress(range(n), map(_CUE_INDEX.__contains__, lower)):
+        j = i + 1  # skip one adverb: "we also propose", "this paper systematically studies"
+        if j < n and len(lower[j]) > 3 and lower[j].endswith("ly") and lower[j] not in _CUE_INDEX:
+            j += 1
+        for k, rest, window in _CUE_INDEX[lower[i]]:
             if window:
-                targets = rest[0]
-                if any(w in targets for w in words[i + 1 : i + 1 + window]):
+                if not rest[0].isdisjoint(lower[i + 1 : i + 1 + window]):
                     hits[k] += 1
-            elif i + len(rest) < n and all(words[i + 1 + j] in s for j, s in enumerate(rest)):
+            elif j + len(rest) <= n and all(lower[j + q] in s for q, s in enumerate(rest)):
                 hits[k] += 1
     return hits
 
@@ -510,7 +549,7 @@ _NAME = re.compile(r"[A-Z][A-Za-z]*[A-Z0-9][A-Za-z0-9]*(?:[\-.][A-Za-z0-9]+)*")
 _NAME_SUFFIX = re.compile(
     r"-(?:based|like|style|level|free|only|aware|specific|wise|guided|driven|induced)$"
 )
-_GENERIC_ACRONYMS = frozenset("AI ML DL NN NNs DNN DNNs ANN SOTA API GPU GPUs CPU TPU".split())
+_GENERIC_ACRONYMS = _wordset("AI ML DL NN NNs DNN DNNs ANN SOTA API GPU GPUs CPU TPU")
 
 
 def _uses(text: str, word: str) -> int:
@@ -549,14 +588,125 @@ def _name_keywords(
     return out
 
 
+_JOINERS = frozenset({"-", "'", "’"})  # separators inside a compound: pre-activations
+# Words that do not start, end or sit inside a salient noun phrase.
+_NOT_CONTENT = _STOP | _wordset(
+    """model models method methods result results performance approach approaches paper work
+    task tasks data show shows propose proposed using used use based new novel existing prior
+    different various large significant however also well many key recent important both each
+    such more most other further first second two three one ones can may often across while
+    without within between study studies analysis findings experiments experimental training
+    trained learn learning learned framework frameworks problem problems set sets way ways yet
+    thus even less than very specific general state art high low strong has have had been
+    being how what when where why who whether towards toward remains remain lead leads leading
+    yield yields captures capture enables enable allows allow provides provide makes make shown
+    given known called named respectively only not all any some same several multiple single
+    standard fundamental typically widely"""
+)
+
+
+def _is_content(word: str) -> bool:
+    """A word that can be part of a salient noun phrase."""
+    return (
+        len(word) >= 3
+        and word[0].isalpha()
+        and word not in _NOT_CONTENT
+        and not word.endswith("ly")
+    )
+
+
+def _phrase(words_and_seps: tuple[str, ...]) -> str | None:
+    """'w1 w2 [w3]' from (w1, sep, w2, ...): two or more content words, no punctuation between."""
+    words = [words_and_seps[0]]
+    for sep, token in zip(words_and_seps[1::2], words_and_seps[2::2], strict=True):
+        if sep in _JOINERS:
+            words[-1] += sep + token  # "task-level", "pre-activations": one word
+        elif sep.strip():
+            return None
+        else:
+            words.append(token)
+    return " ".join(words) if len(words) >= 2 and all(map(_is_content, words)) else None
+
+
+def _repeated_phrases(analysis: _Analysis) -> list[str]:
+    """Lowercase 2-3 word content phrases used at least twice, most salient first."""
+    low, gaps = analysis.lower, analysis.seps[1:]  # gaps[i] lies between tokens i and i+1
+    repeated = {k for k, c in Counter(zip(low, gaps, low[1:], strict=False)).items() if c > 1}
+    if not repeated:
+        return []
+    grams = _free_ngrams(low, gaps, repeated)
+    cands: Counter[str] = Counter()
+    for key, count in grams.items():
+        phrase = _phrase(key)
+        if phrase:
+            cands[phrase] += count
+    cands = Counter({p: c for p, c in cands.items() if c > 1})
+    # A phrase inside an equally frequent longer one is the same keyword.
+    keep = [p for p in cands if not any(p != q and p in q and cands[q] >= cands[p] for q in cands)]
+    lower = analysis.text.lower()
+    return sorted(keep, key=lambda p: (-cands[p] * len(p.split()), lower.find(p)))
+
+
+def _free_ngrams(
+    low: tuple[str, ...], gaps: list[str], repeated: set[tuple[str, ...]]
+) -> Counter[tuple[str, ...]]:
+    """Counts of repeated pairs and triples, skipping those glued into a compound word."""
+    # "negative pre" inside "negative pre-activations" is not a phrase of its own.
+    glued = [*map(_JOINERS.__contains__, gaps), False, False]
+    firsts = {k[0] for k in repeated}
+    out: Counter[tuple[str, ...]] = Counter()
+    for i in compress(range(len(low) - 1), map(firsts.__contains__, low)):
+        pair = (low[i], gaps[i], low[i + 1])
+        if (i and glued[i - 1]) or pair not in repeated:
+            continue
+        if not glued[i + 1]:
+            out[pair] += 1
+        if (
+            i + 2 < len(low)
+            and (low[i + 1], gaps[i + 1], low[i + 2]) in repeated
+            and not glued[i + 2]
+        ):
+            out[(*pair, gaps[i + 1], low[i + 2])] += 1
+    return out
+
+
+def _phrase_keywords(analysis: _Analysis, matcher: Matcher) -> Iterator[str]:
+    """Repeated phrases as written, skipping taxonomy phrases (or parts) and acronym phrases."""
+    surfaces = {" ".join(analysis.lower[m.start : m.end]) for m in analysis.mentions}
+    for phrase in _repeated_phrases(analysis):
+        if any(phrase in s for s in surfaces) or matcher.tag_of_phrase(phrase):
+            continue
+        written = _original_case(analysis.text, phrase)
+        # "LLMs' internal knowledge", "SAE variants": the acronym leans on a tag or definition.
+        if not any(_is_abbrev(w) for w in _TOKEN.findall(written)):
+            yield written
+
+
+def _original_case(text: str, phrase: str) -> str:
+    """`phrase` as first written in `text` (its words were found in the lowercased text)."""
+    pattern = r"\W+".join(re.escape(w) for w in phrase.split())
+    found = re.search(pattern, text, re.IGNORECASE)
+    return " ".join(found.group().split()) if found else phrase
+
+
 def _keywords(analysis: _Analysis, matcher: Matcher) -> list[str]:
     """0..MAX_KEYWORDS salient phrases not covered by the taxonomy, strongest first."""
     scored = _definition_keywords(analysis, matcher)
     seen = {_norm_abbrev(acr).lower() for _long, acr, _pos in analysis.definitions}
     for name, score in _name_keywords(analysis, matcher, seen).items():
         scored.setdefault(name, score)
-    ranked = sorted(scored, key=lambda k: (-scored[k][0], scored[k][1]))
-    return ranked[:MAX_KEYWORDS]
+    out = sorted(scored, key=lambda k: (-scored[k][0], scored[k][1]))[:MAX_KEYWORDS]
+    room = min(MAX_PHRASE_KEYWORDS, MAX_KEYWORDS - len(out))
+    used = {w for k in out for w in _TOKEN.findall(k.lower())}
+    for phrase in _phrase_keywords(analysis, matcher) if room > 0 else ():
+        words = set(_TOKEN.findall(phrase.lower()))
+        if not words & used:  # no two keywords about the same word
+            out.append(phrase)
+            used |= words
+            room -= 1
+            if room == 0:
+                break
+    return out
 
 
 # Entry point --------------------------------------------------------------------------------
