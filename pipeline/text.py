@@ -14,7 +14,8 @@ NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?")
 # Sentence boundary: end punctuation, optional closing quote/bracket, whitespace, then an
 # opening capital/digit/quote/bracket/$ . Guards against "e.g. the", "et al. 2020", "Fig. 3", "vs. X".
 _ABBREV = re.compile(
-    r"(?:\b(?:e\.g|i\.e|et al|etc|vs|cf|Fig|Figs|Eq|Eqs|Sec|Tab|approx|resp|Dr|Prof|No|Nos|al)\.)$",
+    r"(?:\b(?:e\.g|i\.e|et al|etc|vs|cf|Fig|Figs|Eq|Eqs|Sec|Tab|approx|resp|Dr|Prof|No|Nos|al)\."
+    r"|\b[A-Z]\.[A-Z]\.)$",
     re.IGNORECASE,
 )
 _BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[$]?[A-Z0-9\u4e00-\u9fff])")
