@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import AsyncIterator
 
 
 class TokenBucket:
     """Refills at `rate_per_min / 60` per second; holds at most `burst_s` seconds' worth.
 
-    A small burst window means a fresh run cannot spend a whole minute's budget at once.
+    A small burst window means a fresh run cannot spend a whole minute's budget at once. A
+    request larger than the bucket waits for a full bucket and leaves it in debt, so big
+    requests neither block forever nor widen the burst, and the long-run rate still holds.
     """
 
-    def __init__(self, rate_per_min: float, *, burst_s: float = 1.0, min_capacity: float = 1.0):
+    def __init__(self, rate_per_min: float, *, burst_s: float = 1.0):
         self.rate = rate_per_min / 60.0
-        self.capacity = max(min_capacity, self.rate * burst_s)
+        self.capacity = max(1.0, self.rate * burst_s)
         self.tokens = self.capacity
         self.updated = time.monotonic()
         self._lock = asyncio.Lock()
@@ -27,15 +29,15 @@ class TokenBucket:
         self.updated = now
 
     async def take(self, amount: float) -> None:
-        """Wait until `amount` is available, then spend it (amounts above capacity wait for a full bucket)."""
-        amount = min(amount, self.capacity)
+        """Wait until `amount` is available (a full bucket for bigger amounts), then spend it."""
+        needed = min(amount, self.capacity)
         async with self._lock:
             while True:
                 self._refill()
-                if self.tokens >= amount:
+                if self.tokens >= needed:
                     self.tokens -= amount
                     return
-                await asyncio.sleep((amount - self.tokens) / self.rate)
+                await asyncio.sleep((needed - self.tokens) / self.rate)
 
     def refund(self, amount: float) -> None:
         """Give back an over-estimate once the real usage is known."""
@@ -56,11 +58,8 @@ class Limiter:
     ) -> None:
         self._sem = asyncio.Semaphore(max_concurrency)
         self._rpm = TokenBucket(requests_per_minute) if requests_per_minute else None
-        self._tpm = (
-            TokenBucket(tokens_per_minute, min_capacity=max_request_tokens)
-            if tokens_per_minute
-            else None
-        )
+        # max_request_tokens is no longer needed: a request above the bucket borrows (see take).
+        self._tpm = TokenBucket(tokens_per_minute) if tokens_per_minute else None
         self._pause_until = 0.0
         self.backoffs = 0
 
@@ -84,6 +83,8 @@ class Limiter:
                 await self._rpm.take(1)
             if self._tpm:
                 await self._tpm.take(est_tokens)
+            # A 429 may have paused the run while this request waited for rate budget.
+            await self._wait_pause()
             usage = _Usage(est_tokens)
             yield usage
             if self._tpm and usage.actual is not None and usage.actual < est_tokens:

@@ -100,6 +100,10 @@ class OpenAIBackend:
 
     name = "openai"
     can_reask = True
+    # Transport back-off when the server gives no Retry-After: base * 2**(retry-1) + U(0, jitter).
+    backoff_base_s = 0.5
+    backoff_jitter_s = 1.0
+    backoff_max_s = 30.0
 
     def __init__(self, settings: Settings, limiter: Limiter) -> None:
         self.settings = settings
@@ -113,6 +117,7 @@ class OpenAIBackend:
             timeout=settings.timeout_s,
         )
         self.transport_retries = 0
+        self._fatal: str | None = None  # once set, no further request is sent
 
     def _request(self, stage: Stage, messages: list[dict]) -> dict:
         params: dict = {
@@ -133,7 +138,9 @@ class OpenAIBackend:
     def _wait(self, retry_state) -> float:
         exc = retry_state.outcome.exception()
         asked = retry_after_s(exc)
-        fallback = wait_exponential_jitter(multiplier=0.5, max=30.0)(retry_state)
+        fallback = wait_exponential_jitter(
+            multiplier=self.backoff_base_s, jitter=self.backoff_jitter_s, max=self.backoff_max_s
+        )(retry_state)
         delay = asked if asked is not None else fallback
         if isinstance(exc, openai.RateLimitError):
             self.limiter.backoff(delay)
@@ -155,6 +162,8 @@ class OpenAIBackend:
             async for attempt in retrying:
                 with attempt:
                     async with self.limiter.slot(est) as usage:
+                        if self._fatal is not None:
+                            raise FatalBackendError(self._fatal)
                         response = await self.client.chat.completions.create(**params)
                         if response.usage is not None:
                             usage.actual = response.usage.total_tokens
@@ -170,7 +179,9 @@ class OpenAIBackend:
                     f"abstract too long for the model's context ({_error_detail(exc)})",
                     kind="context_length",
                 ) from exc
-            raise FatalBackendError(_fatal_message(exc, self.settings)) from exc
+            # Requests queued behind this one must not be sent: the run stops at once.
+            self._fatal = self._fatal or _fatal_message(exc, self.settings)
+            raise FatalBackendError(self._fatal) from exc
         except openai.APIConnectionError as exc:
             raise BackendError(
                 f"{_failure_kind(exc)} after {self.settings.max_retries + 1} attempts: {exc}",

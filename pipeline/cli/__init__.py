@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import sys
 
 import click
 
 from pipeline import __version__
+from pipeline.config import ENV_API_KEY
 from pipeline.errors import PipelineError
+from pipeline.logs import setup_logging
 
 # Each module registers its subcommands on `main` when imported.
 COMMAND_MODULES = ["run", "evaluate", "report"]
@@ -37,7 +40,7 @@ class _Group(click.Group):
 def main(verbose: int) -> None:
     """abstract-digest: research-paper abstracts into validated TL;DRs, method tags and claims."""
     level = logging.WARNING - 10 * min(verbose, 2)
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    setup_logging(level, secrets=(os.environ.get(ENV_API_KEY, ""),))
 
 
 for _name in COMMAND_MODULES:

@@ -1,0 +1,77 @@
+"""Logging setup for the CLI: one stderr handler at the level -v/-vv ask for, secrets redacted.
+
+A library may call `logging.basicConfig()` while being imported (absl does, through
+rouge-score), which turns a later `basicConfig(level=...)` into a no-op: -v/-vv would
+silently do nothing and lines could print twice. So the handler is installed explicitly,
+replacing such a default handler, and it writes to whatever `sys.stderr` is at the time.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+
+FORMAT = "%(levelname)s %(name)s: %(message)s"
+REDACTED = "<redacted>"
+# OpenAI-style keys (sk-..., sk-proj-...) and bearer tokens, wherever they appear in a message.
+_SECRET_RE = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}|(?i:bearer\s+)[A-Za-z0-9_\-.=]{8,}")
+
+
+class RedactSecrets(logging.Filter):
+    """Masks API keys (the configured ones and anything shaped like one) in every record."""
+
+    def __init__(self, secrets: tuple[str, ...] = ()) -> None:
+        super().__init__()
+        self.secrets = tuple(s for s in secrets if s)
+
+    def redact(self, text: str) -> str:
+        """`text` with every secret replaced by a marker."""
+        for secret in self.secrets:
+            text = text.replace(secret, REDACTED)
+        return _SECRET_RE.sub(REDACTED, text)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        redacted = self.redact(message)
+        if redacted != message:
+            record.msg, record.args = redacted, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self.redact(record.exc_text)
+        return True
+
+
+class _StderrHandler(logging.StreamHandler):
+    """A StreamHandler bound to the current `sys.stderr`, not the one at creation time."""
+
+    def __init__(self) -> None:
+        logging.Handler.__init__(self)
+
+    @property
+    def stream(self):  # type: ignore[override]
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+def _is_default_handler(handler: logging.Handler) -> bool:
+    """A handler left by a bare `logging.basicConfig()` (default format, plain StreamHandler)."""
+    fmt = getattr(handler.formatter, "_fmt", None)
+    return type(handler) is logging.StreamHandler and fmt == logging.BASIC_FORMAT
+
+
+def setup_logging(level: int, secrets: tuple[str, ...] = ()) -> None:
+    """Log records at `level` and above to stderr, with `secrets` (and key-shaped text) masked."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if isinstance(handler, _StderrHandler) or _is_default_handler(handler):
+            root.removeHandler(handler)
+    handler = _StderrHandler()
+    handler.setFormatter(logging.Formatter(FORMAT))
+    handler.addFilter(RedactSecrets(secrets))
+    root.addHandler(handler)
+    root.setLevel(level)

@@ -1,0 +1,276 @@
+"""Fault injection through the real openai client over HTTP (bench.openai_server on 127.0.0.1).
+
+For each fault class at a 30% rate over a few hundred synthetic abstracts: every abstract ends
+ok or in errors.jsonl with a kind that names the fault, the manifest counts add up, and the
+number of requests is exactly what one retry per transport fault (or one re-ask per content
+fault) costs: no retry storms, no multiplied retry layers. The server's fault decisions are a
+pure function of (seed, key, attempt), so the test predicts which keys are faulted.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from synthetic import write_abstracts
+
+from bench.openai_server import (
+    CONTENT_FAULTS,
+    TRANSPORT_FAULTS,
+    OpenAIServer,
+    ServerConfig,
+    _pick,
+    offline_answer_fn,
+    request_key,
+    unit_draw,
+)
+from pipeline.backends.openai_backend import OpenAIBackend
+from pipeline.cli import main
+from pipeline.config import load_settings
+from pipeline.errors import FatalBackendError
+from pipeline.job import run_job
+
+N_ABSTRACTS = 200
+RATE = 0.3
+SEED = 11
+FAKE_KEY = "sk-test-faults-0000000000000000000000"
+TRANSIENT_KIND = {
+    "429": "rate_limit",
+    "500": "server_error",
+    "503": "server_error",
+    "stall": "timeout",
+    "drop": "connection",
+}
+CONTENT_KIND = {
+    "truncated": "invalid_json",  # JSON cut in the middle, finish_reason=stop
+    "schema": "schema",
+    "ungrounded": "ungrounded",
+    "length": "truncated",  # finish_reason=length
+    "refusal": "refusal",
+}
+MESSAGE = {"truncated": "not valid JSON", "length": "cut off at max_tokens", "refusal": "refused"}
+# Grounding differs per stage, so `ungrounded` runs all three; the others run one stage each.
+CONTENT_STAGES = {
+    "truncated": ("claims",),
+    "schema": ("tags",),
+    "ungrounded": ("tldr", "tags", "claims"),
+    "length": ("tldr",),
+    "refusal": ("tldr",),
+}
+assert set(TRANSIENT_KIND) == set(TRANSPORT_FAULTS) and set(CONTENT_KIND) == set(CONTENT_FAULTS)
+
+
+@functools.cache
+def _offline():
+    return offline_answer_fn()
+
+
+@functools.cache
+def answer(stage: str, abstract: str) -> dict:
+    """The offline extractor's answer, memoized across servers (it is deterministic)."""
+    return _offline()(stage, abstract)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> tuple[Path, list[str]]:
+    path = tmp_path_factory.mktemp("faults") / "abstracts.txt"
+    return path, write_abstracts(path, N_ABSTRACTS, seed=SEED)
+
+
+@pytest.fixture(autouse=True)
+def fast_backoff(monkeypatch):
+    """Back-off without Retry-After in milliseconds, so a test waits for faults, not for sleep."""
+    monkeypatch.setattr(OpenAIBackend, "backoff_base_s", 0.01)
+    monkeypatch.setattr(OpenAIBackend, "backoff_jitter_s", 0.01)
+
+
+def settings(tmp_path: Path, server: OpenAIServer, **overrides):
+    values = {
+        "provider": "openai",
+        "base_url": server.base_url,
+        "model": "bench-model",
+        "cache_dir": tmp_path / "cache",
+        "out_dir": tmp_path / "run",
+        "progress": False,
+        "max_concurrency": 32,
+        "timeout_s": 5.0,
+        "max_retries": 3,
+        "max_reasks": 2,
+        **overrides,
+    }
+    return load_settings(None, env={"OPENAI_API_KEY": FAKE_KEY}, overrides=values)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def run(tmp_path, server, **overrides):
+    result = run_job(settings(tmp_path, server, **overrides), [corpus_path(tmp_path)])
+    run_dir = result.run_dir
+    return (
+        result.manifest,
+        read_jsonl(run_dir / "summaries.jsonl"),
+        read_jsonl(run_dir / "errors.jsonl"),
+    )
+
+
+def corpus_path(tmp_path: Path) -> Path:
+    return tmp_path / "abstracts.txt"
+
+
+@pytest.fixture
+def inputs(tmp_path, corpus) -> list[str]:
+    """The shared corpus, linked into this test's folder."""
+    path, texts = corpus
+    corpus_path(tmp_path).symlink_to(path)
+    return texts
+
+
+def assert_counts_add_up(manifest: dict, summaries: list[dict], errors: list[dict], n: int) -> None:
+    counts = manifest["counts"]
+    assert counts["unique"] == counts["records_written"] == len(summaries) == n
+    failed_pairs = {
+        (r["id"], name) for r in summaries for name, s in r["stages"].items() if s["status"] != "ok"
+    }
+    assert failed_pairs == {(e["id"], e["stage"]) for e in errors}
+    assert len(errors) == len(failed_pairs)  # one error record per failed stage, no duplicates
+    for name, s in counts["stages"].items():
+        assert s["ok"] + s["failed"] == n, name
+        assert s["failed"] == sum(1 for e in errors if e["stage"] == name)
+        assert sum(s["failure_kinds"].values()) == s["failed"]
+    assert counts["records_with_failures"] == len({e["id"] for e in errors})
+    assert manifest["status"] == ("ok" if not errors else "failed")
+
+
+@pytest.mark.parametrize("fault", TRANSPORT_FAULTS)
+def test_transient_faults_end_all_ok_with_one_retry_per_fault(tmp_path, inputs, fault):
+    config = ServerConfig(
+        faults={fault: RATE}, seed=SEED, max_faults_per_key=2, stall_s=1.0, retry_after_s=0.02
+    )
+    with OpenAIServer(config, answer_fn=answer) as server:
+        # A stall is detected by the client's timeout; everything else by the response.
+        manifest, summaries, errors = run(
+            tmp_path, server, stages="tldr", timeout_s=0.5 if fault == "stall" else 5.0
+        )
+        stats = server.stats()
+
+    assert errors == []
+    assert all(r["stages"]["tldr"]["status"] == "ok" for r in summaries)
+    assert_counts_add_up(manifest, summaries, errors, N_ABSTRACTS)
+    calls = manifest["counts"]["stages"]["tldr"]["backend_calls"]
+    assert calls == N_ABSTRACTS  # transport retries never become re-asks
+    assert all(r["stages"]["tldr"]["provenance"]["attempts"] == 1 for r in summaries)
+    # The fault really happened at about the configured rate ...
+    faults = stats["faults"][fault]
+    assert 0.2 < faults / stats["requests"] < 0.4, stats["faults"]
+    # ... and each fault cost exactly one more request: no retry storm, no SDK retries on top.
+    assert stats["requests"] == calls + faults
+    assert stats["requests"] <= calls / (1 - RATE) * 1.15
+    assert stats["reasks"] == 0
+
+
+@pytest.mark.parametrize("fault", TRANSPORT_FAULTS)
+def test_exhausted_transient_fault_is_an_error_record_naming_it(tmp_path, inputs, fault):
+    config = ServerConfig(faults={fault: 1.0}, seed=SEED, stall_s=1.0, retry_after_s=0.02)
+    with OpenAIServer(config, answer_fn=answer) as server:
+        settings_ = settings(tmp_path, server, stages="tldr", max_retries=2, timeout_s=0.3)
+        (tmp_path / "few.txt").write_text("\n\n".join(inputs[:4]) + "\n", encoding="utf-8")
+        result = run_job(settings_, [tmp_path / "few.txt"])
+        stats = server.stats()
+    summaries = read_jsonl(result.run_dir / "summaries.jsonl")
+    errors = read_jsonl(result.run_dir / "errors.jsonl")
+    assert_counts_add_up(result.manifest, summaries, errors, 4)
+    assert [e["kind"] for e in errors] == [TRANSIENT_KIND[fault]] * 4
+    assert all("after 3 attempts" in e["message"] for e in errors)
+    if fault in ("500", "503"):
+        assert all(fault in e["message"] for e in errors)
+    assert stats["requests"] == 4 * 3  # max_retries=2: three tries per call, never more
+    assert result.manifest["counts"]["stages"]["tldr"]["failure_kinds"] == {
+        TRANSIENT_KIND[fault]: 4
+    }
+
+
+def predicted_content_faults(
+    texts: list[str], stages: tuple[str, ...], fault: str, self_correct: bool
+):
+    """(stage, text) pairs the server will fault, computed the way the server decides."""
+    faults = {fault: RATE}
+    out = set()
+    for text in texts:
+        for stage in stages:
+            key = request_key(stage, text)
+            u = (
+                unit_draw(SEED, key, 1, "content")
+                if self_correct
+                else unit_draw(SEED, key, "content")
+            )
+            if _pick(u, faults, CONTENT_FAULTS) is not None:
+                out.add((stage, text))
+    return out
+
+
+@pytest.mark.parametrize("self_correct", [True, False], ids=["self-correcting", "stubborn"])
+@pytest.mark.parametrize("fault", CONTENT_FAULTS)
+def test_content_faults_are_reasked(tmp_path, inputs, fault, self_correct):
+    stages = CONTENT_STAGES[fault]
+    config = ServerConfig(faults={fault: RATE}, seed=SEED, self_correct=self_correct)
+    with OpenAIServer(config, answer_fn=answer) as server:
+        manifest, summaries, errors = run(tmp_path, server, stages=",".join(stages))
+        stats = server.stats()
+
+    predicted = predicted_content_faults(inputs, stages, fault, self_correct)
+    calls = N_ABSTRACTS * len(stages)
+    assert 0.2 < len(predicted) / calls < 0.4
+    assert_counts_add_up(manifest, summaries, errors, N_ABSTRACTS)
+    attempts = {
+        (stage, r["abstract"]): s["provenance"]["attempts"]
+        for r in summaries
+        for stage, s in r["stages"].items()
+    }
+    if self_correct:
+        # One re-ask for exactly the faulted keys, then ok: nothing fails.
+        assert errors == []
+        assert {k for k, n in attempts.items() if n == 2} == predicted
+        assert set(attempts.values()) == {1, 2}
+        assert stats["reasks"] == stats["faults"][fault] == len(predicted)
+        assert stats["requests"] == calls + len(predicted)
+    else:
+        # Every faulted key is asked 1 + max_reasks times and ends failed, named by its kind.
+        kind = CONTENT_KIND[fault]
+        by_text = {r["id"]: r["abstract"] for r in summaries}
+        assert {(e["stage"], by_text[e["id"]]) for e in errors} == predicted
+        assert {e["kind"] for e in errors} == {kind}
+        assert all(e["attempts"] == 3 for e in errors)
+        assert all(MESSAGE.get(fault, "") in e["message"] for e in errors)
+        if fault != "refusal":
+            assert all(e["raw"] for e in errors)  # the last raw answer, for debugging
+        assert stats["requests"] == calls + 2 * len(predicted)
+        assert stats["reasks"] == 2 * len(predicted)
+        for s in manifest["counts"]["stages"].values():
+            assert s["backend_calls"] == N_ABSTRACTS + 2 * s["failed"]
+            assert s["failure_kinds"] in ({kind: s["failed"]}, {})
+
+
+def test_401_stops_the_run_at_once_with_one_message(tmp_path, inputs):
+    config = ServerConfig(api_key="sk-the-right-key-1234567890", seed=SEED, latency=0.02)
+    with OpenAIServer(config, answer_fn=answer) as server:
+        args = [
+            "run", str(corpus_path(tmp_path)), "--provider", "openai", "--base-url", server.base_url,
+            "--model", "bench-model", "--out", str(tmp_path / "run"),
+            "--cache-dir", str(tmp_path / "cache"), "--no-progress", "--concurrency", "8",
+        ]  # fmt: skip
+        result = CliRunner(env={"OPENAI_API_KEY": FAKE_KEY}).invoke(main, args)
+        stats = server.stats()
+    assert result.exit_code == FatalBackendError.exit_code == 3
+    assert result.stderr.count("error:") == 1
+    assert "rejected the API key (401" in result.stderr and "OPENAI_API_KEY" in result.stderr
+    assert FAKE_KEY not in result.output + result.stderr
+    # At once: only the requests already in flight when the first 401 came back, none retried.
+    assert stats["by_status"] == {401: stats["requests"]}
+    assert stats["requests"] <= 8
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["status"] == "fatal" and "401" in manifest["fatal_error"]

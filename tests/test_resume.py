@@ -1,0 +1,233 @@
+"""Crash-resume and Ctrl-C: `digest run` as a subprocess against the local server.
+
+A run SIGKILLed at three points (each resume killed again, then finished) ends with the same
+summaries as an uninterrupted run, and the server never gets a second request for a stage
+result that was already in the cache when the process died. SIGINT stops within a couple of
+seconds (even with requests stalled on the server), keeps what finished and says how to resume.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from synthetic import write_abstracts
+
+from bench.openai_server import OpenAIServer, ServerConfig, offline_answer_fn, request_key
+from pipeline.config import load_settings
+from pipeline.job import run_job
+
+FAKE_KEY = "sk-test-resume-000000000000000000000"
+STAGES = ("tldr", "tags", "claims")
+N = 60
+CONCURRENCY = 4
+TIMING_FIELDS = ("latency_ms", "cached")
+
+
+@functools.cache
+def _offline():
+    return offline_answer_fn()
+
+
+def answer(stage: str, abstract: str) -> dict:
+    return _offline()(stage, abstract)
+
+
+def digest_args(
+    inputs: Path, run_dir: Path, cache_dir: Path, base_url: str, concurrency: int = CONCURRENCY
+) -> list[str]:
+    return [
+        sys.executable, "-m", "pipeline", "run", str(inputs), "--provider", "openai",
+        "--base-url", base_url, "--model", "bench-model", "--out", str(run_dir),
+        "--cache-dir", str(cache_dir), "--no-progress", "--concurrency", str(concurrency),
+    ]  # fmt: skip
+
+
+@pytest.fixture
+def start():
+    """Start `digest` subprocesses; any still running when the test ends is killed."""
+    procs: list[subprocess.Popen] = []
+
+    def _start(args: list[str], cwd: Path) -> subprocess.Popen:
+        env = {**os.environ, "OPENAI_API_KEY": FAKE_KEY, "PYTHONUNBUFFERED": "1"}
+        proc = subprocess.Popen(
+            args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        procs.append(proc)
+        return proc
+
+    yield _start
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def cached_keys(cache_dir: Path) -> dict[str, set[str]]:
+    """Complete records per stage file (a torn last line does not count)."""
+    out: dict[str, set[str]] = {}
+    for stage in STAGES:
+        path = cache_dir / f"{stage}.jsonl"
+        keys = set()
+        if path.exists():
+            for line in path.read_bytes().split(b"\n"):
+                with contextlib.suppress(ValueError, KeyError):
+                    keys.add(json.loads(line)["key"])
+        out[stage] = keys
+    return out
+
+
+def cache_lines(cache_dir: Path) -> int:
+    return sum(
+        (cache_dir / f"{s}.jsonl").read_bytes().count(b"\n")
+        for s in STAGES
+        if (cache_dir / f"{s}.jsonl").exists()
+    )
+
+
+def wait_for_lines(
+    proc: subprocess.Popen, cache_dir: Path, lines: int, timeout_s: float = 30
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    while cache_lines(cache_dir) < lines:
+        assert proc.poll() is None, f"run ended before {lines} cache lines: {proc.communicate()}"
+        assert time.monotonic() < deadline, "run made no progress"
+        time.sleep(0.005)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def without_timing(records: list[dict]) -> list[dict]:
+    out = []
+    for record in records:
+        record = json.loads(json.dumps(record))
+        for stage in record["stages"].values():
+            for name in TIMING_FIELDS:
+                stage["provenance"].pop(name, None)
+        out.append(record)
+    return out
+
+
+@pytest.fixture
+def inputs(tmp_path) -> tuple[Path, list[str]]:
+    path = tmp_path / "abstracts.txt"
+    return path, write_abstracts(path, N, seed=21)
+
+
+def test_sigkill_at_three_points_then_resume_equals_a_clean_run(tmp_path, inputs, start):
+    path, _ = inputs
+    server_config = ServerConfig(latency=0.02, seed=3)
+    with OpenAIServer(server_config, answer_fn=answer) as server:
+        settings = load_settings(
+            None,
+            env={"OPENAI_API_KEY": FAKE_KEY},
+            overrides={
+                "provider": "openai", "base_url": server.base_url, "model": "bench-model",
+                "cache_dir": tmp_path / "clean-cache", "out_dir": tmp_path / "clean",
+                "progress": False, "max_concurrency": CONCURRENCY,
+            },
+        )  # fmt: skip
+        clean = run_job(settings, [path])
+        assert clean.manifest["status"] == "ok"
+        clean_requests = server.stats()["requests"]
+    assert clean_requests == N * len(STAGES)
+    clean_records = read_jsonl(tmp_path / "clean" / "summaries.jsonl")
+    # Pipeline cache key -> the server's key of the same (stage, abstract).
+    server_key = {
+        stage["provenance"]["cache_key"]: request_key(name, record["abstract"])
+        for record in clean_records
+        for name, stage in record["stages"].items()
+    }
+    assert len(server_key) == N * len(STAGES)
+
+    cache_dir, run_dir = tmp_path / "cache", tmp_path / "run"
+    total = N * len(STAGES)
+    with OpenAIServer(server_config, answer_fn=answer) as server:
+
+        def assert_not_asked_again(cached: dict[str, set[str]], before: Counter) -> None:
+            after = Counter(server.stats()["by_key"])
+            again = [
+                k
+                for keys in cached.values()
+                for k in keys
+                if after[server_key[k]] > before[server_key[k]]
+            ]
+            assert again == [], f"{len(again)} results already in the cache were requested again"
+
+        args = digest_args(path, run_dir, cache_dir, server.base_url)
+        proc = start(args, tmp_path)
+        previous = None
+        for kill_at in (total // 10, total // 2, total * 9 // 10):
+            wait_for_lines(proc, cache_dir, kill_at)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+            assert proc.returncode == -signal.SIGKILL
+            time.sleep(0.1)  # let the server count anything the dead process had sent
+            if previous is not None:
+                assert_not_asked_again(*previous)
+            previous = (cached_keys(cache_dir), Counter(server.stats()["by_key"]))
+            assert sum(map(len, previous[0].values())) >= kill_at
+            proc = start(args, tmp_path)  # resume: the same command
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        assert_not_asked_again(*previous)
+        stats = server.stats()
+
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "ok"
+    hits = sum(s["cache_hits"] for s in manifest["counts"]["stages"].values())
+    assert hits >= total * 9 // 10
+    # Work lost to the kills is at most what was in flight (max_concurrency per kill).
+    assert total <= stats["requests"] <= total + 3 * CONCURRENCY
+    assert without_timing(read_jsonl(run_dir / "summaries.jsonl")) == without_timing(clean_records)
+    assert read_jsonl(run_dir / "errors.jsonl") == []
+
+
+def test_sigint_stops_within_seconds_flushes_and_says_how_to_resume(tmp_path, inputs, start):
+    path, _ = inputs
+    # Some requests stall for 30 s on the server: Ctrl-C must not wait for them.
+    config = ServerConfig(latency=0.02, faults={"stall": 0.2}, stall_s=30.0, seed=4)
+    cache_dir, run_dir = tmp_path / "cache", tmp_path / "run"
+    with OpenAIServer(config, answer_fn=answer) as server:
+        proc = start(digest_args(path, run_dir, cache_dir, server.base_url, 16), tmp_path)
+        wait_for_lines(proc, cache_dir, 20)
+        deadline = time.monotonic() + 10
+        while server.stats()["faults"].get("stall", 0) < 2:  # at least two requests hanging
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=15)
+        took = time.monotonic() - sent
+        cached_at_exit = cache_lines(cache_dir)
+        time.sleep(0.2)
+        assert cache_lines(cache_dir) == cached_at_exit  # nothing is still writing
+
+    assert took < 2.0, f"took {took:.2f}s to stop"
+    assert proc.returncode == 130, err
+    assert err.count("error:") == 1
+    assert "stopped by SIGINT" in err and "rerun the same command to resume" in err
+    assert str(cache_dir) in err
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted"
+    summaries = read_jsonl(run_dir / "summaries.jsonl")
+    assert manifest["counts"]["records_written"] == len(summaries) < N
+    # Everything that finished is in the cache, every line complete.
+    for stage in STAGES:
+        assert (cache_dir / f"{stage}.jsonl").read_bytes().endswith(b"\n")
+    cached = set().union(*cached_keys(cache_dir).values())
+    assert len(cached) == cached_at_exit >= 20
+    for record in summaries:
+        for stage in record["stages"].values():
+            assert stage["status"] == "ok" and stage["provenance"]["cache_key"] in cached
