@@ -242,7 +242,9 @@ class Runner:
             except (NotImplementedError, RuntimeError, ValueError):
                 pass  # not the main thread (tests): no signal handling needed
 
-        window_size = max(8, 2 * self.settings.max_concurrency)
+        # Records are written in input order; a wide window keeps one abstract stuck in
+        # back-off from stalling the others (memory per pending abstract is small).
+        window_size = max(256, 8 * self.settings.max_concurrency)
         window: deque[asyncio.Task] = deque()
         pending = iter(abstracts)
         progress = tqdm(

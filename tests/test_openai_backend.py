@@ -123,3 +123,18 @@ def test_401_stops_the_run_with_one_message(vcr, record_mode, tmp_path, abstract
     assert FAKE_KEY not in result.output
     assert len(vcr.requests) == 1  # never retried
     assert_all_played(vcr, record_mode)
+
+
+@pytest.mark.vcr
+def test_json_object_mode_spells_the_schema_out_in_the_prompt(vcr, record_mode, tmp_path, abstract_file, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    with endpoint(record_mode) as url:
+        result = digest(tmp_path, abstract_file, url, "--stages", "tags", "--response-format", "json_object")
+    assert result.exit_code == 0, result.output
+    (record,) = summary(tmp_path)
+    assert record["stages"]["tags"]["status"] == "ok" and record["stages"]["tags"]["output"]["tags"]
+    (body,) = requests_of(vcr)
+    assert body["response_format"] == {"type": "json_object"}
+    assert "(name: tags)" in body["messages"][0]["content"]
+    assert '"enum"' in body["messages"][0]["content"]  # the taxonomy ids travel with the schema
+    assert_all_played(vcr, record_mode)

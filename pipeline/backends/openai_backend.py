@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import random
 
 import openai
 from openai import AsyncOpenAI
@@ -78,7 +79,12 @@ def _fatal_message(exc: openai.APIStatusError, settings: Settings) -> str:
             f"not found at {where} (404: {detail}); check the model name "
             f"({settings.model!r}) and base_url"
         )
-    return f"the endpoint ({where}) rejected the request ({exc.status_code}: {detail})"
+    hint = ""
+    if exc.status_code == 400 and settings.response_format == "json_schema" and (
+        "response_format" in detail or "json_schema" in detail
+    ):
+        hint = "; if the server lacks structured outputs, use --response-format json_object"
+    return f"the endpoint ({where}) rejected the request ({exc.status_code}: {detail}){hint}"
 
 
 def _error_detail(exc: openai.APIStatusError) -> str:
@@ -141,7 +147,8 @@ class OpenAIBackend:
         fallback = wait_exponential_jitter(
             multiplier=self.backoff_base_s, jitter=self.backoff_jitter_s, max=self.backoff_max_s
         )(retry_state)
-        delay = asked if asked is not None else fallback
+        # A little jitter on Retry-After too, so paused tasks do not all resume at one instant.
+        delay = asked * random.uniform(1.0, 1.1) if asked is not None else fallback
         if isinstance(exc, openai.RateLimitError):
             self.limiter.backoff(delay)
         self.transport_retries += 1

@@ -1,4 +1,8 @@
-"""`digest eval`: quality as numbers (SciTLDR ROUGE, claims P/R/F1, run grounding)."""
+"""`digest eval`: quality as numbers (SciTLDR ROUGE, claims P/R/F1, run grounding).
+
+The evaluation modules are imported inside the commands: rouge-score and nltk are slow to
+import and every other command would pay for them at start-up.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +13,6 @@ import click
 
 from pipeline.cli import main
 from pipeline.cli.options import describe_backend, run_options, settings_from_flags
-from pipeline.evaluate import (
-    evaluate_claims,
-    evaluate_grounding,
-    evaluate_tldr,
-    markdown,
-    write_result,
-)
 
 
 def _eval_dir(out: Path | None, task: str) -> Path:
@@ -36,6 +33,8 @@ def eval_tldr(path: Path, out: Path | None, limit: int | None, config_path, no_p
     """ROUGE-1/2/L of the tldr stage on SciTLDR-format JSONL, with lead-1 and oracle."""
     settings = settings_from_flags(config_path, no_progress, flags)
     click.echo(describe_backend(settings), err=True)
+    from pipeline.evaluate import evaluate_tldr
+
     out = _eval_dir(out, "tldr")
     result = evaluate_tldr(settings, path, out, limit=limit)
     _finish(result, out)
@@ -49,6 +48,8 @@ def eval_claims(gold: Path, out: Path | None, config_path, no_progress, **flags)
     """Precision/recall/F1 of the claims stage against GOLD (see tests/data/claims_gold.jsonl)."""
     settings = settings_from_flags(config_path, no_progress, flags)
     click.echo(describe_backend(settings), err=True)
+    from pipeline.evaluate import evaluate_claims
+
     out = _eval_dir(out, "claims")
     _finish(evaluate_claims(settings, gold, out), out)
 
@@ -58,11 +59,15 @@ def eval_claims(gold: Path, out: Path | None, config_path, no_progress, **flags)
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help="Settings file (for the taxonomy location).")
 def eval_grounding(run_dir: Path, config_path: Path | None) -> None:
     """Grounding figures of a run folder: evidence verbatim, TL;DR numbers, tags in taxonomy."""
+    from pipeline.evaluate import evaluate_grounding
+
     settings = settings_from_flags(config_path, True, {})
     _finish(evaluate_grounding(settings, run_dir), run_dir)
 
 
 def _finish(result: dict, out: Path) -> None:
+    from pipeline.evaluate import markdown, write_result
+
     json_path, _ = write_result(result, out)
     click.echo(markdown(result))
     click.echo(f"written: {json_path} (and eval.md)")

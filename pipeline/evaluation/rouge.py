@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+from functools import cache
 from statistics import fmean
 
-from rouge_score import rouge_scorer
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 PROTOCOLS = ("best", "mean")
 
-# Building the scorer (and its stemmer) is not free; one instance serves every call.
-_SCORER = rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=True)
+
+@cache
+def _scorer():
+    """One scorer (and stemmer) for every call, built on first use: importing rouge-score
+    (and nltk) costs start-up time every other command should not pay."""
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=True)
 
 
 def pair_f1(prediction: str, reference: str) -> dict[str, float]:
     """ROUGE-1/2/L F1 (0-1) of one prediction against one reference."""
-    scores = _SCORER.score(reference, prediction)
+    scores = _scorer().score(reference, prediction)
     return {name: scores[name].fmeasure for name in ROUGE_TYPES}
 
 
