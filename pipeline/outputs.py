@@ -19,6 +19,22 @@ CSV_COLUMNS = [
 ]
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_safe(value: Any) -> str:
+    """A CSV cell that spreadsheets show as text: lists joined, formula-like strings quoted."""
+    if isinstance(value, list | tuple):
+        value = "; ".join(str(v) for v in value)
+    text = "" if value is None else str(value)
+    if text.startswith(_FORMULA_START):
+        try:
+            float(text)
+        except ValueError:
+            return "'" + text
+    return text
+
+
 def claim_text(claim: dict[str, Any]) -> str:
     """One claim as a short line: 'AUROC +5.14 % on X vs Y' or its statement if qualitative."""
     if claim.get("kind") == "quantitative":
@@ -78,7 +94,7 @@ class RunWriter:
         """Append one summary record (and its CSV row)."""
         self._summaries.write(json.dumps(record, ensure_ascii=False) + "\n")
         self._summaries.flush()
-        self._csv.writerow(csv_row(record))
+        self._csv.writerow({k: csv_safe(v) for k, v in csv_row(record).items()})
         self._csv_file.flush()
         self.records += 1
 

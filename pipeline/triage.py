@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import InputError
+from pipeline.outputs import csv_safe
 from pipeline.taxonomy import Taxonomy
 from pipeline.text import normalize_ws
 
@@ -264,20 +265,6 @@ def format_jsonl(papers: Iterable[Paper], taxonomy: Taxonomy | None = None) -> I
         yield json.dumps(paper_row(p, taxonomy), ensure_ascii=False)
 
 
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def csv_safe(value: Any) -> str:
-    """A CSV cell that spreadsheets show as text: lists joined, formula-like strings quoted."""
-    if isinstance(value, list | tuple):
-        value = "; ".join(str(v) for v in value)
-    text = "" if value is None else str(value)
-    if text.startswith(_FORMULA_START):
-        try:
-            float(text)
-        except ValueError:
-            return "'" + text
-    return text
 
 
 def format_csv(papers: Iterable[Paper], taxonomy: Taxonomy | None = None) -> Iterator[str]:
