@@ -193,6 +193,19 @@ def test_fast_on_the_samples(samples):
     assert time.perf_counter() - start < 1.0
 
 
+def test_hard_cut_does_not_end_on_a_dangling_word():
+    # An over-long sentence with no clause boundary is cut at the word budget; the cut must not
+    # leave it hanging on "based" (or "of", "using", "where", ...).
+    filler = " ".join(f"term{c}" for c in "abcdefghijklmnopqrst")
+    abstract = (
+        "Deep models are common. We propose a method for learning "
+        f"{filler} representations of functions based on {filler} graphs. Results are good."
+    )
+    tldr = extract_tldr(abstract)
+    assert tldr.endswith("representations of functions."), tldr
+    assert_valid(tldr, abstract)
+
+
 @pytest.mark.skipif(not SCITLDR_DEV.exists(), reason="SciTLDR dev split not available")
 def test_scitldr_dev_rouge1_regression_guard():
     from pipeline.evaluation.rouge import score_rouge
