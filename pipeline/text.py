@@ -9,7 +9,8 @@ import unicodedata
 _WS = re.compile(r"\s+")
 
 # A number as written: 5.14, 1,000, 0.5, 12; no sign (signs live in the surrounding text).
-NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?")
+# Digits glued to an ASCII name (V1, ResNet50) are part of the name; after CJK text they count.
+NUMBER_RE = re.compile(r"(?<![A-Za-z0-9_.])\d+(?:,\d{3})*(?:\.\d+)?")
 
 # Sentence boundary: end punctuation, optional closing quote/bracket, whitespace, then an
 # opening capital/digit/quote/bracket/$ . Guards against "e.g. the", "et al. 2020", "Fig. 3", "vs. X".
