@@ -123,6 +123,7 @@ class Runner:
         attempts = tokens_in = tokens_out = 0
         error: OutputValidationError | BackendError | None = None
         raw: str | None = None
+        output: dict[str, Any] | None = None
         for _ in range(self._max_reasks + 1):
             attempts += 1
             stats.calls += 1
@@ -138,6 +139,7 @@ class Runner:
             raw = completion.content
             try:
                 output = self._check(stage, abstract, completion)
+                break
             except OutputValidationError as exc:
                 error = exc
                 messages = [
@@ -145,27 +147,9 @@ class Runner:
                     {"role": "assistant", "content": raw or ""},
                     {"role": "user", "content": stage.template.render_reask(str(exc))},
                 ]
-                continue
-            provenance = self._provenance(
-                stage,
-                key,
-                attempts=attempts,
-                tokens_in=tokens_in,
-                tokens_out=tokens_out,
-                latency_ms=round((time.perf_counter() - started) * 1000, 1),
-                cached=False,
-            )
-            stage_cache.put(key, {"stage": stage.name, "output": output, "provenance": provenance})
-            stats.ok += 1
-            stats.tokens_in += tokens_in
-            stats.tokens_out += tokens_out
-            return {"status": "ok", "output": output, "provenance": provenance}
 
-        assert error is not None
-        stats.failed += 1
         stats.tokens_in += tokens_in
         stats.tokens_out += tokens_out
-        stats.failure_kinds[error.kind] += 1
         provenance = self._provenance(
             stage,
             key,
@@ -175,6 +159,14 @@ class Runner:
             latency_ms=round((time.perf_counter() - started) * 1000, 1),
             cached=False,
         )
+        if output is not None:
+            stage_cache.put(key, {"stage": stage.name, "output": output, "provenance": provenance})
+            stats.ok += 1
+            return {"status": "ok", "output": output, "provenance": provenance}
+
+        assert error is not None
+        stats.failed += 1
+        stats.failure_kinds[error.kind] += 1
         self.writer.write_error(
             {
                 "id": abstract.id,
