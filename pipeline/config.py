@@ -79,11 +79,6 @@ class Settings(BaseModel):
             "response_format": self.response_format,
         }
 
-    @property
-    def model_name(self) -> str:
-        """The model recorded in provenance (the offline backend names its extractor version)."""
-        return self.model if self.resolved_provider == "openai" else "offline-heuristics"
-
     def public_dict(self) -> dict[str, Any]:
         """Settings for the manifest: no secrets, paths as strings."""
         data = self.model_dump(mode="json", exclude={"api_key"})

@@ -312,3 +312,21 @@ def test_acronym_long_form_stops_at_punctuation(tax: Taxonomy) -> None:
     assert "Foo Bar Baz (FBB)" in match_tags("We train Foo Bar Baz (FBB) models.", tax)[1]
     keywords = match_tags("Fast models, bar baz (FBB) help.", tax)[1]
     assert not any(kw.startswith("Fast") for kw in keywords)
+
+
+def test_negated_mentions_are_not_topics():
+    from pathlib import Path
+
+    from pipeline.offline.tags import match_tags
+    from pipeline.taxonomy import load_taxonomy
+
+    tax = load_taxonomy(Path(__file__).resolve().parents[1] / "prompts" / "taxonomy.yaml")
+    text = (
+        "We detect anomalies in graphs with a graph neural network. With frozen parameters "
+        "(no target fine-tuning), the detector transfers across domains without RLHF."
+    )
+    tags, _ = match_tags(text, tax)
+    assert "llm-fine-tuning" not in tags and "rlhf" not in tags
+    assert "graph-neural-networks" in tags
+    positive, _ = match_tags(text.replace("no target fine-tuning", "after target fine-tuning"), tax)
+    assert "llm-fine-tuning" in positive

@@ -2,23 +2,38 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+from functools import cache
+from pathlib import Path
 
+import pipeline.offline
 from pipeline.backends import Completion
 from pipeline.offline import answer
 from pipeline.stages import Stage
 from pipeline.taxonomy import Taxonomy
 
 
+@cache
+def heuristics_version() -> str:
+    """Content hash of the extractor code: it enters the model name, so the cache key and the
+    provenance change whenever the heuristics do (a stale cached output is never served)."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(pipeline.offline.__file__).parent.glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:8]
+
+
 class OfflineBackend:
     """Answers every stage with `pipeline.offline` heuristics; re-asking would change nothing."""
 
     name = "offline"
-    model = "offline-heuristics"
     can_reask = False
 
     def __init__(self, taxonomy: Taxonomy) -> None:
         self.taxonomy = taxonomy
+        self.model = f"offline-heuristics-{heuristics_version()}"
 
     async def complete(self, stage: Stage, abstract: str, messages: list[dict]) -> Completion:
         """Run the stage's heuristic on the abstract and serialize it like a model answer."""

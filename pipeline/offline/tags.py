@@ -64,6 +64,7 @@ MAX_CUE_HITS = 3  # one cue repeated counts at most this often
 MAX_PHRASE_KEYWORDS = 2  # repeated noun phrases fill at most this many keyword slots
 
 _TOKEN = re.compile(r"\w+")
+_NEGATORS = frozenset({"no", "without", "not", "nor"})
 _SPLIT = re.compile(r"(\w+)")
 
 
@@ -237,7 +238,12 @@ class _Analysis:
         )
         self.definitions = _definitions(text)
         self.aliases = _aliases(matcher, self.definitions)
-        self.mentions = _weigh(matcher.scan(cs, ci, self.aliases), text)
+        mentions = _weigh(matcher.scan(cs, ci, self.aliases), text)
+        self.mentions = [m for m in mentions if not self._negated(m.start)]
+
+    def _negated(self, start: int) -> bool:
+        """'no target fine-tuning', 'without RLHF': a negated mention is not a topic."""
+        return any(t in _NEGATORS for t in self.lower[max(0, start - 2) : start])
 
 
 def _title_end(text: str) -> int:
