@@ -10,6 +10,7 @@ a SIGKILL loses at most the line being written (skipped with a warning on the ne
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import logging
@@ -33,7 +34,27 @@ def cache_key(
     params: dict[str, Any],
     abstract_text: str,
 ) -> str:
-    """sha256 of canonical JSON of everything that determines a stage's output."""
+    """sha256 of canonical JSON of everything that determines a stage's output.
+
+    The canonical JSON is `{"backend":..,"model":..,"params":..,"prompt":..,"schema":..,
+    "stage":..,"text":"<sha256 of the text>"}` (sorted keys, compact). Every stage of an
+    abstract hashes the same text and shares everything but `stage`, so the text digest and
+    the part before `"text"` are memoized; the key is the same as hashing the whole payload.
+    """
+    if all(type(v) in _SCALARS for v in params.values()):
+        # Types are part of the memo key: 0 == 0.0 == False, but their JSON differs.
+        frozen = tuple((k, type(v), v) for k, v in params.items())
+        prefix = _key_prefix(stage, prompt_hash, schema_version, backend, model, frozen)
+    else:
+        prefix = _payload_prefix(stage, prompt_hash, schema_version, backend, model, params)
+    blob = f'{prefix}{_text_digest(abstract_text)}"}}'
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _payload_prefix(
+    stage: str, prompt_hash: str, schema_version: int, backend: str, model: str, params: dict
+) -> str:
+    # "text" sorts after every other key, so the canonical JSON ends with the text digest.
     payload = {
         "stage": stage,
         "prompt": prompt_hash,
@@ -41,10 +62,26 @@ def cache_key(
         "backend": backend,
         "model": model,
         "params": params,
-        "text": hashlib.sha256(abstract_text.encode("utf-8")).hexdigest(),
     }
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return blob[:-1] + ',"text":"'
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+@functools.lru_cache(maxsize=256, typed=True)
+def _key_prefix(
+    stage: str, prompt_hash: str, schema_version: int, backend: str, model: str, params: tuple
+) -> str:
+    plain = {k: v for k, _type, v in params}
+    return _payload_prefix(stage, prompt_hash, schema_version, backend, model, plain)
+
+
+@functools.lru_cache(maxsize=1024)
+def _text_digest(text: str) -> str:
+    # The stages of one abstract are keyed back to back: the text is hashed once, not per stage.
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class StageCache:
@@ -65,7 +102,11 @@ class StageCache:
         for line in self._reader:
             complete = line.endswith(b"\n")
             # A record ends with "}\n"; a line torn by a kill (then newline-terminated) does not.
-            if line.startswith(_PREFIX) and line.endswith(b"}\n") and len(line) > len(_PREFIX) + _KEY_LEN:
+            if (
+                line.startswith(_PREFIX)
+                and line.endswith(b"}\n")
+                and len(line) > len(_PREFIX) + _KEY_LEN
+            ):
                 key = line[len(_PREFIX) : len(_PREFIX) + _KEY_LEN].decode("ascii", "replace")
                 self.index[key] = offset
             elif line.strip():

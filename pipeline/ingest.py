@@ -1,23 +1,29 @@
-"""Input files into `Abstract` records with stable content-hash ids; duplicates collapsed."""
+"""Input files into `Abstract` records with stable content-hash ids; duplicates collapsed.
+
+Two passes, so memory does not grow with the input: the scan reads every file once (all
+input errors surface before a run starts) and keeps ids, titles, sources and a fingerprint
+per unique abstract; the texts are then streamed from the files again, in first-seen order,
+while the run consumes them (`read_inputs(..., stream=True)`).
+"""
 
 from __future__ import annotations
 
 import csv
-import io
 import json
 import logging
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 from pipeline.errors import InputError
-from pipeline.text import normalize_ws, text_hash
+from pipeline.text import text_hash
 
 log = logging.getLogger(__name__)
 
 SUPPORTED_SUFFIXES = (".txt", ".jsonl", ".csv")
-_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+_BLANK_LINE = re.compile(r"[ \t]*")
 csv.field_size_limit(64 * 1024 * 1024)
 
 
@@ -47,62 +53,170 @@ class Abstract:
     sources: list[Source] = field(default_factory=list)
 
 
+class AbstractStream:
+    """The unique abstracts of a scan, read again from the files on each iteration.
+
+    Only ids, titles, sources and a fingerprint of each text stay in memory; the texts are
+    streamed from the files in first-seen order, so memory does not grow with the input.
+    A text that changed on disk since the scan stops the iteration with an InputError.
+    """
+
+    def __init__(self, files: list[_ScannedFile], count: int) -> None:
+        self._files = files
+        self._count = count
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[Abstract]:
+        for scanned in self._files:
+            if scanned.firsts:
+                yield from _read_firsts(scanned)
+
+
+def _read_firsts(scanned: _ScannedFile) -> Iterator[Abstract]:
+    """The abstracts first seen in one file, texts read again and checked against the scan."""
+    wanted = iter(scanned.firsts)
+    position, entry = next(wanted)
+    changed = InputError(
+        f"{scanned.path}: the file changed while the run was reading it; "
+        "rerun the same command (finished work is cached)"
+    )
+    try:
+        with _open_text(scanned.path, scanned.encoding) as f:
+            rows = _READERS[scanned.path.suffix.lower()](scanned.path, f)
+            for pos, (text, _title, _paper_id) in enumerate(rows, 1):
+                if pos != position:
+                    continue
+                if hash(text) != entry.fingerprint:
+                    raise changed
+                yield Abstract(entry.id, text, entry.title, entry.sources)
+                nxt = next(wanted, None)
+                if nxt is None:
+                    return
+                position, entry = nxt
+    except (OSError, UnicodeDecodeError) as exc:
+        raise changed from exc
+    raise changed  # fewer rows than the scan saw
+
+
 @dataclass(slots=True)
 class IngestResult:
-    """Unique abstracts in first-seen order, plus how many input rows were read or skipped."""
+    """Unique abstracts in first-seen order, plus how many input rows were read or skipped.
 
-    abstracts: list[Abstract]
+    `abstracts` is a list, or with `read_inputs(..., stream=True)` an `AbstractStream`
+    (len() and repeatable iteration, texts read from the files as it goes).
+    """
+
+    abstracts: list[Abstract] | AbstractStream
     n_inputs: int
     skipped: list[str]
+
+
+class _Entry:
+    """What the scan keeps of one unique abstract: everything but its text."""
+
+    __slots__ = ("id", "title", "sources", "fingerprint")
+
+    def __init__(self, id: str, title: str | None, source: Source, fingerprint: int) -> None:
+        self.id = id
+        self.title = title
+        self.sources = [source]
+        self.fingerprint = fingerprint
+
+
+@dataclass(slots=True)
+class _ScannedFile:
+    path: Path
+    encoding: str
+    firsts: list[tuple[int, _Entry]] = field(default_factory=list)  # (position, entry)
 
 
 def _looks_like_header(paragraph: str) -> bool:
     """A short single-line title such as 'ICLR 2026 Papers' is a list header, not an abstract."""
     line = paragraph.strip()
-    return "\n" not in line and len(line) <= 100 and len(line.split()) <= 12 and not line.endswith(".")
+    return (
+        "\n" not in line and len(line) <= 100 and len(line.split()) <= 12 and not line.endswith(".")
+    )
 
 
-def _read_text(path: Path) -> str:
+_UTF8 = "utf-8-sig"
+_FALLBACK = "cp1252"
+_PROBE_CHARS = 8192
+
+
+def _open_text(path: Path, encoding: str) -> TextIO:
+    """The file as text: universal newlines (\\r\\n and \\r become \\n), BOM dropped for UTF-8."""
+    errors = "strict" if encoding == _UTF8 else "replace"
+    return open(path, encoding=encoding, errors=errors, newline=None)  # noqa: SIM115
+
+
+def _check_text_file(path: Path, encoding: str) -> None:
+    """Refuse binary files (NUL bytes, many control characters) and empty files."""
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as f:
+            head = f.read(_PROBE_CHARS)
+        if b"\x00" in head:
+            raise InputError(f"{path} is not a text file (binary content)")
+        errors = "strict" if encoding == _UTF8 else "replace"
+        with open(path, encoding=encoding, errors=errors, newline="") as f:
+            text = f.read(_PROBE_CHARS)
+            controls = sum(1 for ch in text if ord(ch) < 32 and ch not in "\n\r\t\f")
+            if controls > 0.05 * max(1, len(text)):
+                raise InputError(f"{path} is not a text file (control characters)")
+            while not text.strip():
+                if not text:
+                    raise InputError(f"{path} is empty")
+                text = f.read(1 << 16)
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    if b"\x00" in raw[:8192]:
-        raise InputError(f"{path} is not a text file (binary content)")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        text = raw.decode("cp1252", errors="replace")
-        log.warning("%s is not valid UTF-8; read it as Latin-1/cp1252", path)
-    controls = sum(1 for ch in text[:8192] if ord(ch) < 32 and ch not in "\n\r\t\f")
-    if controls > 0.05 * max(1, min(len(text), 8192)):
-        raise InputError(f"{path} is not a text file (control characters)")
-    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _txt_rows(path: Path, text: str) -> Iterator[tuple[str, str | None, str | None]]:
-    paragraphs = [p.strip() for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
-    if paragraphs and _looks_like_header(paragraphs[0]):
-        paragraphs = paragraphs[1:]
-    for paragraph in paragraphs:
+def _txt_rows(path: Path, f: TextIO) -> Iterator[tuple[str, str | None, str | None]]:
+    # Paragraphs are separated by lines holding only spaces/tabs (r"\n[ \t]*\n").
+    first = True
+    for paragraph in _paragraphs(f):
+        if first:
+            first = False
+            if _looks_like_header(paragraph):
+                continue
         yield paragraph, None, None
 
 
-def _jsonl_rows(path: Path, text: str) -> Iterator[tuple[str, str | None, str | None]]:
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
-        if not isinstance(row, dict) or "abstract" not in row:
-            raise InputError(f"{path}:{lineno}: expected an object with an 'abstract' field")
-        yield _row_fields(row)
+def _paragraphs(f: TextIO) -> Iterator[str]:
+    lines: list[str] = []
+    for line in f:
+        line = line[:-1] if line.endswith("\n") else line
+        if _BLANK_LINE.fullmatch(line):
+            if lines:
+                if paragraph := "\n".join(lines).strip():
+                    yield paragraph
+                lines = []
+        else:
+            lines.append(line)
+    if lines and (paragraph := "\n".join(lines).strip()):
+        yield paragraph
 
 
-def _csv_rows(path: Path, text: str) -> Iterator[tuple[str, str | None, str | None]]:
-    reader = csv.DictReader(io.StringIO(text))
+def _jsonl_rows(path: Path, f: TextIO) -> Iterator[tuple[str, str | None, str | None]]:
+    lineno = 0
+    for chunk in f:
+        # The same line boundaries as str.splitlines() on the whole file (VT, FF, U+2028, ...).
+        for line in chunk.splitlines():
+            lineno += 1
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
+            if not isinstance(row, dict) or "abstract" not in row:
+                raise InputError(f"{path}:{lineno}: expected an object with an 'abstract' field")
+            yield _row_fields(row)
+
+
+def _csv_rows(path: Path, f: TextIO) -> Iterator[tuple[str, str | None, str | None]]:
+    reader = csv.DictReader(f)
     if not reader.fieldnames or "abstract" not in [f.strip().lower() for f in reader.fieldnames]:
         raise InputError(f"{path}: CSV needs an 'abstract' column (found: {reader.fieldnames})")
     for row in reader:
@@ -149,34 +263,64 @@ def expand_paths(paths: Iterable[Path]) -> list[Path]:
     return files
 
 
-def read_inputs(paths: Iterable[Path]) -> IngestResult:
-    """Read every abstract from the given files/directories; same text -> one record, all sources."""
-    by_id: dict[str, Abstract] = {}
+def read_inputs(paths: Iterable[Path], *, stream: bool = False) -> IngestResult:
+    """Read every abstract from the given files/directories; same text -> one record, all sources.
+
+    Every input error is raised here. With `stream=True` the texts are not kept: `abstracts`
+    is an `AbstractStream` that reads them from the files again as it is iterated.
+    """
+    by_id: dict[str, _Entry] = {}
+    scanned_files: list[_ScannedFile] = []
     n_inputs = 0
     skipped: list[str] = []
     for path in expand_paths(paths):
-        text = _read_text(path)
-        if not text.strip():
-            raise InputError(f"{path} is empty")
-        found = 0
-        for position, (abstract, title, paper_id) in enumerate(
-            _READERS[path.suffix.lower()](path, text), 1
-        ):
-            if not normalize_ws(abstract):
-                skipped.append(f"{path}#{position}: empty abstract")
-                log.warning("%s#%d: empty abstract skipped", path, position)
-                continue
-            found += 1
+        scanned, rows, file_skipped = _scan_file(path)
+        for position in file_skipped:
+            skipped.append(f"{path}#{position}: empty abstract")
+            log.warning("%s#%d: empty abstract skipped", path, position)
+        for position, abstract_id, title, paper_id, fingerprint in rows:
             n_inputs += 1
             source = Source(file=str(path), position=position, paper_id=paper_id)
-            abstract_id = text_hash(abstract)
-            record = by_id.get(abstract_id)
-            if record is None:
-                by_id[abstract_id] = Abstract(abstract_id, abstract, title, [source])
+            entry = by_id.get(abstract_id)
+            if entry is None:
+                entry = by_id[abstract_id] = _Entry(abstract_id, title, source, fingerprint)
+                scanned.firsts.append((position, entry))
             else:
-                record.sources.append(source)
-                if record.title is None and title:
-                    record.title = title
-        if not found:
-            raise InputError(f"{path}: no abstracts found")
-    return IngestResult(list(by_id.values()), n_inputs, skipped)
+                entry.sources.append(source)
+                if entry.title is None and title:
+                    entry.title = title
+        scanned_files.append(scanned)
+    abstracts = AbstractStream(scanned_files, len(by_id))
+    return IngestResult(abstracts if stream else list(abstracts), n_inputs, skipped)
+
+
+_Row = tuple[int, str, str | None, str | None, int]  # position, id, title, paper_id, fingerprint
+
+
+def _scan_file(path: Path) -> tuple[_ScannedFile, list[_Row], list[int]]:
+    """One file's rows without their texts; UTF-8, else (with a warning) cp1252."""
+    try:
+        return _scan_file_as(path, _UTF8)
+    except UnicodeDecodeError:
+        log.warning("%s is not valid UTF-8; read it as Latin-1/cp1252", path)
+        return _scan_file_as(path, _FALLBACK)
+
+
+def _scan_file_as(path: Path, encoding: str) -> tuple[_ScannedFile, list[_Row], list[int]]:
+    _check_text_file(path, encoding)
+    rows: list[_Row] = []
+    skipped: list[int] = []  # positions of empty abstracts
+    try:
+        with _open_text(path, encoding) as f:
+            for position, (text, title, paper_id) in enumerate(
+                _READERS[path.suffix.lower()](path, f), 1
+            ):
+                if not text.strip():  # same test as an empty normalize_ws(text)
+                    skipped.append(position)
+                    continue
+                rows.append((position, text_hash(text), title, paper_id, hash(text)))
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if not rows:
+        raise InputError(f"{path}: no abstracts found")
+    return _ScannedFile(path, encoding), rows, skipped

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ from pipeline import __version__
 from pipeline.backends import make_backend
 from pipeline.cache import Cache
 from pipeline.config import Settings
-from pipeline.errors import FatalBackendError, RunInterrupted
+from pipeline.errors import FatalBackendError, InputError, RunInterrupted
 from pipeline.ingest import IngestResult, read_inputs
 from pipeline.limits import Limiter
 from pipeline.outputs import RunWriter
@@ -57,7 +57,7 @@ def load_project_taxonomy(settings: Settings) -> Taxonomy:
 def run_job(settings: Settings, paths: list[Path], *, run_dir: Path | None = None) -> JobResult:
     """Ingest, run every stage through the backend, and write the run folder."""
     started = time.time()
-    ingest = read_inputs(paths)
+    ingest = read_inputs(paths, stream=True)
     taxonomy = load_project_taxonomy(settings)
     stages = build_stages(settings.stages, settings.prompts_dir, taxonomy)
     run_dir = run_dir or new_run_dir(settings)
@@ -103,6 +103,9 @@ async def _run(settings, taxonomy, stages, cache, writer, ingest: IngestResult) 
         await runner.run(ingest.abstracts, total=len(ingest.abstracts))
     except (FatalBackendError, RunInterrupted) as exc:
         raise _Stopped(runner, exc) from exc
+    except InputError as exc:  # an input file changed while its texts were being streamed
+        runner.stats.fatal = str(exc)
+        raise _Stopped(runner, exc) from exc
     finally:
         await backend.aclose()
     return runner
@@ -137,7 +140,7 @@ def _manifest(
         "version": __version__,
         "status": status,
         "fatal_error": stats.fatal,
-        "started_at": datetime.fromtimestamp(started, timezone.utc).isoformat(),
+        "started_at": datetime.fromtimestamp(started, UTC).isoformat(),
         "elapsed_s": round(time.time() - started, 3),
         "inputs": [str(p) for p in paths],
         "config": settings.public_dict(),

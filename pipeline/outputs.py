@@ -14,8 +14,17 @@ MANIFEST = "manifest.json"
 MAX_RAW_CHARS = 20_000
 
 CSV_COLUMNS = [
-    "id", "title", "sources", "tldr", "tags", "keywords", "n_claims", "claims",
-    "tldr_status", "tags_status", "claims_status",
+    "id",
+    "title",
+    "sources",
+    "tldr",
+    "tags",
+    "keywords",
+    "n_claims",
+    "claims",
+    "tldr_status",
+    "tags_status",
+    "claims_status",
 ]
 
 
@@ -75,6 +84,10 @@ def csv_row(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# json.dumps(record, ensure_ascii=False) without building an encoder per record.
+_encode_line = json.JSONEncoder(ensure_ascii=False).encode
+
+
 class RunWriter:
     """Streams records into the run folder as they finish; every line flushed."""
 
@@ -92,9 +105,11 @@ class RunWriter:
 
     def write_record(self, record: dict[str, Any]) -> None:
         """Append one summary record (and its CSV row)."""
-        self._summaries.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._summaries.write(_encode_line(record) + "\n")
         self._summaries.flush()
-        self._csv.writerow({k: csv_safe(v) for k, v in csv_row(record).items()})
+        row = csv_row(record)
+        # The DictWriter's own writer, fed in column order (skips its per-row key checks).
+        self._csv.writer.writerow([csv_safe(row.get(name, "")) for name in CSV_COLUMNS])
         self._csv_file.flush()
         self.records += 1
 

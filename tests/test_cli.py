@@ -121,3 +121,30 @@ def test_help_documents_every_flag():
     result = invoke("run", "--help")
     for flag in ["--provider", "--model", "--base-url", "--stages", "--concurrency", "--out", "--force", "--cache-dir"]:
         assert flag in result.output
+
+
+def test_input_edited_during_the_run_stops_it_with_a_manifest(tmp_path, monkeypatch):
+    import pipeline.job as job
+
+    path = tmp_path / "rows.jsonl"
+    rows = [
+        "We propose a method. It improves accuracy by 3% on ImageNet.",
+        "We study transformers in depth. They generalize well.",
+    ]
+    path.write_text("".join(json.dumps({"abstract": r}) + "\n" for r in rows))
+    real = job.read_inputs
+
+    def scan_then_edit(paths, **kwargs):
+        result = real(paths, **kwargs)
+        edited = [rows[0], rows[1] + " Edited."]
+        path.write_text("".join(json.dumps({"abstract": r}) + "\n" for r in edited))
+        return result
+
+    monkeypatch.setattr(job, "read_inputs", scan_then_edit)
+    out, cache = tmp_path / "run", tmp_path / "cache"
+    result = invoke("run", path, "--out", out, "--cache-dir", cache, "--no-progress")
+    assert result.exit_code == 2
+    assert "changed while the run was reading it" in result.stderr
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["status"] == "fatal" and "changed" in manifest["fatal_error"]
+    assert manifest["counts"]["records_written"] <= 1

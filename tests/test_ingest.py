@@ -90,3 +90,32 @@ def test_empty_rows_are_skipped_and_counted(tmp_path):
     result = read_inputs([path])
     assert len(result.abstracts) == 1
     assert result.skipped == [f"{path}#1: empty abstract"]
+
+
+def test_stream_reads_texts_again_in_first_seen_order(tmp_path, examples_dir):
+    (tmp_path / "a.txt").write_text(f"My Paper List\n\n{A1}\n\n{A2}\n\n{A1}\n")
+    (tmp_path / "b.csv").write_text(f'id,title,abstract\n9,T2,"{A2}"\n')
+    listed = read_inputs([tmp_path])
+    streamed = read_inputs([tmp_path], stream=True)
+    assert len(streamed.abstracts) == 2 and streamed.n_inputs == listed.n_inputs == 4
+    for _ in range(2):  # repeatable
+        assert list(streamed.abstracts) == listed.abstracts
+    assert listed.abstracts[1].title == "T2" and len(listed.abstracts[1].sources) == 2
+    samples = read_inputs([examples_dir], stream=True)
+    expected = [a.text for a in read_inputs([examples_dir]).abstracts]
+    assert [a.text for a in samples.abstracts] == expected
+
+
+def test_stream_stops_when_a_file_changed_after_the_scan(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps({"abstract": A1}) + "\n" + json.dumps({"abstract": A2}) + "\n")
+    streamed = read_inputs([path], stream=True)
+    edited = {"abstract": A2 + " Edited."}
+    path.write_text(json.dumps({"abstract": A1}) + "\n" + json.dumps(edited) + "\n")
+    abstracts = iter(streamed.abstracts)
+    assert next(abstracts).text == A1
+    with pytest.raises(InputError, match="changed while the run was reading it"):
+        next(abstracts)
+    path.write_text(json.dumps({"abstract": A1}) + "\n")  # truncated
+    with pytest.raises(InputError, match="changed while the run was reading it"):
+        list(streamed.abstracts)
