@@ -73,7 +73,9 @@ def _stage_output(record: dict | None, stage: str) -> dict | None:
     return result.get("output") if result.get("status") == "ok" else None
 
 
-def evaluate_tldr(settings: Settings, path: Path, out_dir: Path, *, limit: int | None = None) -> dict:
+def evaluate_tldr(
+    settings: Settings, path: Path, out_dir: Path, *, limit: int | None = None
+) -> dict:
     """ROUGE of the configured backend's TL;DRs vs lead-1 and the extractive oracle."""
     papers = read_scitldr(path, limit)
     rows = [{"id": p.get("paper_id"), "abstract": " ".join(p["source"])} for p in papers]
@@ -86,7 +88,9 @@ def evaluate_tldr(settings: Settings, path: Path, out_dir: Path, *, limit: int |
         predictions.append(output["tldr"] if output else "")  # a failure scores 0, not skipped
     systems = {
         "lead-1": score_rouge([lead1(p["source"]) for p in papers], references),
-        f"{job.manifest['backend']} ({job.manifest['model']})": score_rouge(predictions, references),
+        f"{job.manifest['backend']} ({job.manifest['model']})": score_rouge(
+            predictions, references
+        ),
         "oracle (1 sentence)": score_rouge(
             [oracle_sentence(p["source"], p["target"]) for p in papers], references
         ),
@@ -163,23 +167,31 @@ def markdown(result: dict) -> str:
             f"| all | {_pct(s['precision'])} | {_pct(s['recall'])} | {_pct(s['f1'])} | {s['tp']} | {s['fp']} | {s['fn']} |",
         ]
         for kind, k in s["by_kind"].items():
-            lines.append(f"| {kind} | {_pct(k.get('precision'))} | {_pct(k.get('recall'))} | {_pct(k.get('f1'))} | | | |")
+            lines.append(
+                f"| {kind} | {_pct(k.get('precision'))} | {_pct(k.get('recall'))} | {_pct(k.get('f1'))} | | | |"
+            )
         g = result["grounding"]["claims"]
-        lines += ["", f"Evidence verbatim in abstract: {_pct(g['evidence_grounded_share'])} of {g['claims']} claims."]
+        lines += [
+            "",
+            f"Evidence verbatim in abstract: {_pct(g['evidence_grounded_share'])} of {g['claims']} claims.",
+        ]
         return "\n".join(lines) + "\n"
     c, t, g = result["claims"], result["tldr"], result["tags"]
-    return "\n".join(
-        [
-            f"Grounding of {result['run_dir']} ({result['records']} records)",
-            "",
-            "| check | figure |",
-            "|---|---:|",
-            f"| claims with evidence verbatim in the abstract | {_pct(c['evidence_grounded_share'])} ({c['evidence_grounded']}/{c['claims']}) |",
-            f"| claim values found in their evidence | {_pct(c['value_in_evidence_share'])} ({c['value_in_evidence']}/{c['with_value']}) |",
-            f"| TL;DR numbers found in the abstract | {_pct(t['numbers_in_abstract_share'])} ({t['numbers_in_abstract']}/{t['numbers']}) |",
-            f"| tags outside the taxonomy | {g['outside_taxonomy']} of {g['tags']} |",
-        ]
-    ) + "\n"
+    return (
+        "\n".join(
+            [
+                f"Grounding of {result['run_dir']} ({result['records']} records)",
+                "",
+                "| check | figure |",
+                "|---|---:|",
+                f"| claims with evidence verbatim in the abstract | {_pct(c['evidence_grounded_share'])} ({c['evidence_grounded']}/{c['claims']}) |",
+                f"| claim values found in their evidence | {_pct(c['value_in_evidence_share'])} ({c['value_in_evidence']}/{c['with_value']}) |",
+                f"| TL;DR numbers found in the abstract | {_pct(t['numbers_in_abstract_share'])} ({t['numbers_in_abstract']}/{t['numbers']}) |",
+                f"| tags outside the taxonomy | {g['outside_taxonomy']} of {g['tags']} |",
+            ]
+        )
+        + "\n"
+    )
 
 
 def write_result(result: dict, out_dir: Path) -> tuple[Path, Path]:

@@ -104,6 +104,29 @@ class Runner:
             **fields,
         }
 
+    @staticmethod
+    def _from_cache(hit: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "status": "ok",
+            "output": hit["output"],
+            "provenance": {**hit["provenance"], "cached": True},
+        }
+
+    def cached_record(self, abstract: Abstract) -> dict[str, Any] | None:
+        """The summary record of an abstract whose every stage is cached, without a task; else None."""
+        if self.settings.force:
+            return None
+        hits = {}
+        for name, stage in self.stages.items():
+            hit = self.cache.stages[name].get(self.key(stage, abstract))
+            if hit is None:
+                return None
+            hits[name] = hit
+        for name in hits:
+            self.stats.stages[name].ok += 1
+            self.stats.stages[name].cache_hits += 1
+        return self._record(abstract, [self._from_cache(hit) for hit in hits.values()])
+
     async def run_stage(self, stage: Stage, abstract: Abstract) -> dict[str, Any]:
         """One stage of one abstract: from cache, or asked (and re-asked) until valid or given up."""
         stats = self.stats.stages[stage.name]
@@ -112,11 +135,7 @@ class Runner:
         if not self.settings.force and (hit := stage_cache.get(key)) is not None:
             stats.ok += 1
             stats.cache_hits += 1
-            return {
-                "status": "ok",
-                "output": hit["output"],
-                "provenance": {**hit["provenance"], "cached": True},
-            }
+            return self._from_cache(hit)
 
         messages = stage.messages(abstract.text, json_object_mode=self._json_object)
         started = time.perf_counter()
@@ -203,6 +222,9 @@ class Runner:
         results = await asyncio.gather(
             *(self.run_stage(stage, abstract) for stage in self.stages.values())
         )
+        return self._record(abstract, results)
+
+    def _record(self, abstract: Abstract, results: list[dict[str, Any]]) -> dict[str, Any]:
         return {
             "id": abstract.id,
             "title": abstract.title,
@@ -220,11 +242,21 @@ class Runner:
     async def run(self, abstracts: Iterable[Abstract], *, total: int | None = None) -> RunStats:
         """Process every abstract; records are written in input order as they complete."""
         loop = asyncio.get_running_loop()
-        stop = loop.create_future()
+        # Resolved by a signal or by a failed task: the loop wakes at once in either case.
+        wake = loop.create_future()
+        stop_reason: list[str] = []
+        failures: list[BaseException] = []
 
         def request_stop(signum: int) -> None:
-            if not stop.done():
-                stop.set_result(signal.Signals(signum).name)
+            stop_reason.append(signal.Signals(signum).name)
+            if not wake.done():
+                wake.set_result(None)
+
+        def watch(task: asyncio.Task) -> None:
+            if not task.cancelled() and task.exception() is not None:
+                failures.append(task.exception())
+                if not wake.done():
+                    wake.set_result(None)
 
         handled = []
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -242,39 +274,41 @@ class Runner:
         progress = tqdm(
             total=total, unit="abstract", disable=not self.settings.progress, dynamic_ncols=True
         )
+        direct = 0
         try:
             exhausted = False
-            while True:
+            while not stop_reason:
                 while not exhausted and len(window) < window_size:
                     nxt = next(pending, None)
                     if nxt is None:
                         exhausted = True
                         break
-                    window.append(asyncio.ensure_future(self.run_abstract(nxt)))
+                    # Fast path (warm reruns): nothing ahead in the window, everything cached.
+                    if not window and (record := self.cached_record(nxt)) is not None:
+                        self._emit(record)
+                        progress.update(1)
+                        direct += 1
+                        if direct % 256 == 0:
+                            await asyncio.sleep(0)  # let signals through
+                            if stop_reason:
+                                break
+                        continue
+                    task = asyncio.ensure_future(self.run_abstract(nxt))
+                    task.add_done_callback(watch)
+                    window.append(task)
                 if not window:
                     break
                 head = window[0]
-                await asyncio.wait({head, stop}, return_when=asyncio.FIRST_COMPLETED)
-                if stop.done() and not head.done():
-                    self.stats.interrupted = True
-                    break
+                if not head.done():
+                    await asyncio.wait({head, wake}, return_when=asyncio.FIRST_COMPLETED)
                 # A fatal error in any in-flight abstract stops the run now, not when it reaches the head.
-                fatal = next(
-                    (
-                        t.exception()
-                        for t in window
-                        if t.done() and not t.cancelled() and t.exception() is not None
-                    ),
-                    None,
-                )
-                if fatal is not None:
-                    raise fatal
+                if failures:
+                    raise failures[0]
+                if not head.done():
+                    break  # stopped by a signal
                 window.popleft()
                 self._emit(head.result())
                 progress.update(1)
-                if stop.done():
-                    self.stats.interrupted = True
-                    break
         except FatalBackendError as exc:
             self.stats.fatal = str(exc)
             raise
@@ -285,6 +319,7 @@ class Runner:
             progress.close()
             for sig in handled:
                 loop.remove_signal_handler(sig)
-        if self.stats.interrupted:
-            raise RunInterrupted(f"stopped by {stop.result()}")
+        if stop_reason:
+            self.stats.interrupted = True
+            raise RunInterrupted(f"stopped by {stop_reason[0]}")
         return self.stats

@@ -50,7 +50,9 @@ class TldrOutput(BaseModel):
             known = set(numbers_in(abstract))
             foreign = [n for n in numbers_in(value) if n not in known]
             if foreign:
-                raise GroundingError(f"tldr contains numbers not in the abstract: {', '.join(foreign)}")
+                raise GroundingError(
+                    f"tldr contains numbers not in the abstract: {', '.join(foreign)}"
+                )
         return value
 
 
@@ -122,9 +124,8 @@ class Claim(BaseModel):
         self.evidence = normalize_ws(self.evidence)
         if len(self.evidence) < 8:
             raise ValueError("evidence must be a span of the abstract, not a fragment")
-        if self.kind == "quantitative":
-            if not self.value or canonical_number(self.value) is None:
-                raise ValueError("a quantitative claim needs a numeric value")
+        if self.kind == "quantitative" and (not self.value or canonical_number(self.value) is None):
+            raise ValueError("a quantitative claim needs a numeric value")
         if self.value:
             number = canonical_number(self.value)
             if number is not None and number not in numbers_in(self.evidence):

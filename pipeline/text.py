@@ -6,8 +6,6 @@ import hashlib
 import re
 import unicodedata
 
-_WS = re.compile(r"\s+")
-
 # A number as written: 5.14, 1,000, 0.5, 12; no sign (signs live in the surrounding text).
 # Digits glued to an ASCII name (V1, ResNet50) are part of the name; after CJK text they count.
 NUMBER_RE = re.compile(r"(?<![A-Za-z0-9_.])\d+(?:,\d{3})*(?:\.\d+)?")
@@ -24,7 +22,7 @@ _BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[$]?[A-Z0-9\u4e00-\u9fff
 
 def normalize_ws(text: str) -> str:
     """Collapse every run of whitespace to one space and strip the ends."""
-    return _WS.sub(" ", text).strip()
+    return " ".join(text.split())
 
 
 def text_hash(text: str) -> str:
@@ -85,6 +83,8 @@ _DISPLAY_SUBS = [
 
 def display_text(text: str) -> str:
     """LaTeX-ish markup normalized for display only; grounding always uses the original text."""
+    if "\\text" not in text and "``" not in text and "*" not in text:
+        return text
     for pattern, repl in _DISPLAY_SUBS:
         text = pattern.sub(repl, text)
     return text

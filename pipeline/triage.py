@@ -265,8 +265,6 @@ def format_jsonl(papers: Iterable[Paper], taxonomy: Taxonomy | None = None) -> I
         yield json.dumps(paper_row(p, taxonomy), ensure_ascii=False)
 
 
-
-
 def format_csv(papers: Iterable[Paper], taxonomy: Taxonomy | None = None) -> Iterator[str]:
     """CSV text (header first, one line per paper), safe to open in a spreadsheet."""
     buf = io.StringIO()

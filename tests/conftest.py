@@ -12,7 +12,14 @@ EXAMPLES = REPO / "examples" / "iclr2026"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))  # so tests can import bench.openai_server
 
-SECRET_HEADERS = ["authorization", "api-key", "x-api-key", "cookie", "openai-organization", "openai-project"]
+SECRET_HEADERS = [
+    "authorization",
+    "api-key",
+    "x-api-key",
+    "cookie",
+    "openai-organization",
+    "openai-project",
+]
 
 
 @pytest.fixture(scope="session")

@@ -1,12 +1,28 @@
 from pipeline.cache import Cache, StageCache, cache_key
 
-BASE = dict(stage="tldr", prompt_hash="p1", schema_version=1, backend="openai", model="m", params={"temperature": 0}, abstract_text="abc")
+BASE = dict(
+    stage="tldr",
+    prompt_hash="p1",
+    schema_version=1,
+    backend="openai",
+    model="m",
+    params={"temperature": 0},
+    abstract_text="abc",
+)
 
 
 def test_key_changes_with_every_component():
     base = cache_key(**BASE)
     assert base == cache_key(**dict(BASE))
-    for field, value in [("stage", "tags"), ("prompt_hash", "p2"), ("schema_version", 2), ("backend", "offline"), ("model", "m2"), ("params", {"temperature": 0.5}), ("abstract_text", "abd")]:
+    for field, value in [
+        ("stage", "tags"),
+        ("prompt_hash", "p2"),
+        ("schema_version", 2),
+        ("backend", "offline"),
+        ("model", "m2"),
+        ("params", {"temperature": 0.5}),
+        ("abstract_text", "abd"),
+    ]:
         assert cache_key(**{**BASE, field: value}) != base, field
 
 

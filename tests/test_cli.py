@@ -14,13 +14,17 @@ def invoke(*args):
 
 
 def read_jsonl(path):
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [
+        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
 
 
 @pytest.fixture(scope="module")
 def first_run(tmp_path_factory, examples_dir):
     tmp = tmp_path_factory.mktemp("cli")
-    result = invoke("run", examples_dir, "--out", tmp / "run1", "--cache-dir", tmp / "cache", "--no-progress")
+    result = invoke(
+        "run", examples_dir, "--out", tmp / "run1", "--cache-dir", tmp / "cache", "--no-progress"
+    )
     return tmp, result
 
 
@@ -40,13 +44,22 @@ def test_offline_run_over_samples_is_complete_and_grounded(first_run):
         assert len(stages["tags"]["output"]["tags"]) >= 1
         for name, stage in stages.items():
             prov = stage["provenance"]
-            assert prov["backend"] == "offline" and prov["attempts"] == 1 and len(prov["prompt_hash"]) == 16, name
+            assert (
+                prov["backend"] == "offline"
+                and prov["attempts"] == 1
+                and len(prov["prompt_hash"]) == 16
+            ), name
         for claim in stages["claims"]["output"]["claims"]:
             start, end = claim["span"]
             assert find_span(record["abstract"], claim["evidence"]) == (start, end)
             if claim["value"]:
                 assert numbers_in(claim["value"])[0].lstrip("+-") in numbers_in(claim["evidence"])
-    auroc = [c for r in records for c in r["stages"]["claims"]["output"]["claims"] if "+5.14%" in c["evidence"]]
+    auroc = [
+        c
+        for r in records
+        for c in r["stages"]["claims"]["output"]["claims"]
+        if "+5.14%" in c["evidence"]
+    ]
     assert auroc and auroc[0]["value"].lstrip("+") == "5.14" and auroc[0]["metric"] == "AUROC"
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["counts"]["inputs"] == 57 and manifest["counts"]["unique"] == 57
@@ -59,13 +72,19 @@ def test_offline_run_over_samples_is_complete_and_grounded(first_run):
 
 def test_second_run_into_another_folder_is_all_cache_hits(first_run, examples_dir):
     tmp, _ = first_run
-    result = invoke("run", examples_dir, "--out", tmp / "run2", "--cache-dir", tmp / "cache", "--no-progress")
+    result = invoke(
+        "run", examples_dir, "--out", tmp / "run2", "--cache-dir", tmp / "cache", "--no-progress"
+    )
     assert result.exit_code == 0, result.output
     manifest = json.loads((tmp / "run2" / "manifest.json").read_text())
     for stage in manifest["counts"]["stages"].values():
         assert stage["backend_calls"] == 0 and stage["cache_hits"] == 57
+
     def outputs(path):
-        return [(r["id"], {k: v["output"] for k, v in r["stages"].items()}) for r in read_jsonl(path)]
+        return [
+            (r["id"], {k: v["output"] for k, v in r["stages"].items()}) for r in read_jsonl(path)
+        ]
+
     assert outputs(tmp / "run2" / "summaries.jsonl") == outputs(tmp / "run1" / "summaries.jsonl")
 
 
@@ -73,7 +92,18 @@ def test_duplicates_are_one_record_with_all_sources(tmp_path, examples_dir):
     src = examples_dir / "000_83025b0b2ab87d39.txt"
     (tmp_path / "a.txt").write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
     (tmp_path / "b.txt").write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
-    result = invoke("run", tmp_path / "a.txt", tmp_path / "b.txt", "--out", tmp_path / "run", "--cache-dir", tmp_path / "cache", "--no-progress", "--stages", "tldr")
+    result = invoke(
+        "run",
+        tmp_path / "a.txt",
+        tmp_path / "b.txt",
+        "--out",
+        tmp_path / "run",
+        "--cache-dir",
+        tmp_path / "cache",
+        "--no-progress",
+        "--stages",
+        "tldr",
+    )
     assert result.exit_code == 0, result.output
     records = read_jsonl(tmp_path / "run" / "summaries.jsonl")
     assert len(records) == 19
@@ -83,13 +113,19 @@ def test_duplicates_are_one_record_with_all_sources(tmp_path, examples_dir):
 
 @pytest.mark.parametrize(
     ("name", "content", "message"),
-    [("missing.txt", None, "no such file"), ("empty.txt", "", "is empty"), ("notes.pdf", "%PDF", "unsupported")],
+    [
+        ("missing.txt", None, "no such file"),
+        ("empty.txt", "", "is empty"),
+        ("notes.pdf", "%PDF", "unsupported"),
+    ],
 )
 def test_bad_input_exits_2_with_one_message(tmp_path, name, content, message):
     path = tmp_path / name
     if content is not None:
         path.write_text(content)
-    result = invoke("run", path, "--out", tmp_path / "run", "--cache-dir", tmp_path / "cache", "--no-progress")
+    result = invoke(
+        "run", path, "--out", tmp_path / "run", "--cache-dir", tmp_path / "cache", "--no-progress"
+    )
     assert result.exit_code == 2
     assert message in result.stderr and name in result.stderr
     assert "Traceback" not in result.output
@@ -106,7 +142,15 @@ def test_failed_records_exit_1_and_are_written(tmp_path, examples_dir, monkeypat
         return real(stage, abstract, taxonomy)
 
     monkeypatch.setattr(offline, "answer", broken)
-    result = invoke("run", examples_dir, "--out", tmp_path / "run", "--cache-dir", tmp_path / "cache", "--no-progress")
+    result = invoke(
+        "run",
+        examples_dir,
+        "--out",
+        tmp_path / "run",
+        "--cache-dir",
+        tmp_path / "cache",
+        "--no-progress",
+    )
     assert result.exit_code == 1
     assert "1 stage result(s) failed" in result.stderr and "errors.jsonl" in result.stderr
     errors = read_jsonl(tmp_path / "run" / "errors.jsonl")
@@ -119,7 +163,16 @@ def test_failed_records_exit_1_and_are_written(tmp_path, examples_dir, monkeypat
 
 def test_help_documents_every_flag():
     result = invoke("run", "--help")
-    for flag in ["--provider", "--model", "--base-url", "--stages", "--concurrency", "--out", "--force", "--cache-dir"]:
+    for flag in [
+        "--provider",
+        "--model",
+        "--base-url",
+        "--stages",
+        "--concurrency",
+        "--out",
+        "--force",
+        "--cache-dir",
+    ]:
         assert flag in result.output
 
 

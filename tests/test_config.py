@@ -21,8 +21,14 @@ def test_env_key_selects_openai_and_never_reaches_the_manifest(tmp_path):
 
 def test_flags_override_file_and_env(tmp_path):
     cfg = tmp_path / "config.yaml"
-    cfg.write_text("provider: openai\nmodel: from-file\nmax_concurrency: 4\nbase_url: http://127.0.0.1:1/v1\n")
-    settings = load_settings(cfg, env={"DIGEST_MODEL": "from-env"}, overrides={"max_concurrency": 32, "stages": "claims,tldr"})
+    cfg.write_text(
+        "provider: openai\nmodel: from-file\nmax_concurrency: 4\nbase_url: http://127.0.0.1:1/v1\n"
+    )
+    settings = load_settings(
+        cfg,
+        env={"DIGEST_MODEL": "from-env"},
+        overrides={"max_concurrency": 32, "stages": "claims,tldr"},
+    )
     assert settings.model == "from-env"
     assert settings.max_concurrency == 32
     assert settings.stages == ("tldr", "claims")

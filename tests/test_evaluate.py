@@ -16,7 +16,16 @@ def invoke(*args):
 
 
 def test_eval_tldr_reports_three_systems_under_both_protocols(tmp_path):
-    result = invoke("eval", "tldr", DATA / "scitldr_dev_sample.jsonl", "--out", tmp_path / "ev", "--cache-dir", tmp_path / "cache", "--no-progress")
+    result = invoke(
+        "eval",
+        "tldr",
+        DATA / "scitldr_dev_sample.jsonl",
+        "--out",
+        tmp_path / "ev",
+        "--cache-dir",
+        tmp_path / "cache",
+        "--no-progress",
+    )
     assert result.exit_code == 0, result.output
     data = json.loads((tmp_path / "ev" / "eval.json").read_text())
     assert data["papers"] == 12 and data["failed"] == 0
@@ -26,10 +35,17 @@ def test_eval_tldr_reports_three_systems_under_both_protocols(tmp_path):
         assert set(scores["best"]) == {"rouge1", "rouge2", "rougeL"}
         assert scores["best"]["rouge1"] >= scores["mean"]["rouge1"]
     # The oracle picks, per paper, the best sentence by ROUGE-1: no single-sentence system beats it.
-    assert data["systems"][names[2]]["best"]["rouge1"] >= data["systems"]["lead-1"]["best"]["rouge1"]
+    assert (
+        data["systems"][names[2]]["best"]["rouge1"] >= data["systems"]["lead-1"]["best"]["rouge1"]
+    )
     # The offline system's figure is recomputable from the run's own TL;DRs.
-    papers = [json.loads(line) for line in (DATA / "scitldr_dev_sample.jsonl").read_text().splitlines()]
-    run = [json.loads(line) for line in (tmp_path / "ev" / "run" / "summaries.jsonl").read_text().splitlines()]
+    papers = [
+        json.loads(line) for line in (DATA / "scitldr_dev_sample.jsonl").read_text().splitlines()
+    ]
+    run = [
+        json.loads(line)
+        for line in (tmp_path / "ev" / "run" / "summaries.jsonl").read_text().splitlines()
+    ]
     preds = [r["stages"]["tldr"]["output"]["tldr"] for r in run]
     expected = score_rouge(preds, [p["target"] for p in papers])
     assert abs(data["systems"][names[1]]["best"]["rouge1"] - expected["best"]["rouge1"]) < 1e-9
@@ -37,18 +53,41 @@ def test_eval_tldr_reports_three_systems_under_both_protocols(tmp_path):
 
 
 def test_eval_claims_scores_against_the_gold_file(tmp_path):
-    result = invoke("eval", "claims", DATA / "claims_gold.jsonl", "--out", tmp_path / "ev", "--cache-dir", tmp_path / "cache", "--no-progress")
+    result = invoke(
+        "eval",
+        "claims",
+        DATA / "claims_gold.jsonl",
+        "--out",
+        tmp_path / "ev",
+        "--cache-dir",
+        tmp_path / "cache",
+        "--no-progress",
+    )
     assert result.exit_code == 0, result.output
     data = json.loads((tmp_path / "ev" / "eval.json").read_text())
     s = data["scores"]
     assert data["abstracts"] >= 25
-    assert s["tp"] + s["fn"] == sum(len(json.loads(l)["claims"]) for l in (DATA / "claims_gold.jsonl").read_text().splitlines())
+    assert s["tp"] + s["fn"] == sum(
+        len(json.loads(line)["claims"])
+        for line in (DATA / "claims_gold.jsonl").read_text().splitlines()
+    )
     assert s["precision"] == s["tp"] / (s["tp"] + s["fp"])
     assert data["grounding"]["claims"]["evidence_grounded_share"] == 1.0
 
 
 def test_eval_grounding_of_a_run_folder(tmp_path, examples_dir):
-    assert invoke("run", examples_dir, "--out", tmp_path / "run", "--cache-dir", tmp_path / "cache", "--no-progress").exit_code == 0
+    assert (
+        invoke(
+            "run",
+            examples_dir,
+            "--out",
+            tmp_path / "run",
+            "--cache-dir",
+            tmp_path / "cache",
+            "--no-progress",
+        ).exit_code
+        == 0
+    )
     result = invoke("eval", "grounding", tmp_path / "run")
     assert result.exit_code == 0, result.output
     data = json.loads((tmp_path / "run" / "eval.json").read_text())

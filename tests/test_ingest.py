@@ -24,12 +24,17 @@ def test_samples_give_57_unique_abstracts_without_headers(examples_dir):
 
 def test_ids_are_stable_across_files_and_whitespace(tmp_path):
     (tmp_path / "a.txt").write_text(f"My Paper List\n\n{A1}\n\n{A2}\n")
-    (tmp_path / "b.jsonl").write_text(json.dumps({"abstract": A1.replace(" ", "  \n", 1), "id": "p7"}) + "\n")
+    (tmp_path / "b.jsonl").write_text(
+        json.dumps({"abstract": A1.replace(" ", "  \n", 1), "id": "p7"}) + "\n"
+    )
     result = read_inputs([tmp_path])
     assert result.n_inputs == 3
     assert len(result.abstracts) == 2
     dup = next(a for a in result.abstracts if a.id == text_hash(A1))
-    assert [(s.file.rsplit("/", 1)[-1], s.position) for s in dup.sources] == [("a.txt", 1), ("b.jsonl", 1)]
+    assert [(s.file.rsplit("/", 1)[-1], s.position) for s in dup.sources] == [
+        ("a.txt", 1),
+        ("b.jsonl", 1),
+    ]
     assert dup.sources[1].paper_id == "p7"
     assert read_inputs([tmp_path / "a.txt"]).abstracts[0].id == dup.id
 
@@ -78,7 +83,9 @@ def test_missing_path_and_empty_directory(tmp_path):
 
 def test_latin1_file_is_read_with_a_warning(tmp_path, caplog):
     path = tmp_path / "latin.txt"
-    path.write_bytes("Nous présentons une méthode qui améliore la précision de 3%.".encode("latin-1"))
+    path.write_bytes(
+        "Nous présentons une méthode qui améliore la précision de 3%.".encode("latin-1")
+    )
     result = read_inputs([path])
     assert "présentons" in result.abstracts[0].text
     assert "not valid UTF-8" in caplog.text

@@ -44,19 +44,37 @@ def abstract_file(tmp_path, examples_dir):
 
 
 def digest(tmp_path, path, url, *extra):
-    args = ["run", str(path), "--provider", "openai", "--base-url", url, "--model", "test-model",
-            "--out", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "cache"), "--no-progress", *extra]
+    args = [
+        "run",
+        str(path),
+        "--provider",
+        "openai",
+        "--base-url",
+        url,
+        "--model",
+        "test-model",
+        "--out",
+        str(tmp_path / "run"),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--no-progress",
+        *extra,
+    ]
     return CliRunner().invoke(main, args, catch_exceptions=False)
 
 
 def summary(tmp_path):
-    return [json.loads(line) for line in (tmp_path / "run" / "summaries.jsonl").read_text().splitlines()]
+    return [
+        json.loads(line) for line in (tmp_path / "run" / "summaries.jsonl").read_text().splitlines()
+    ]
 
 
 def assert_all_played(cassette, record_mode):
     """On replay every recorded interaction must have been used (a stale cassette fails)."""
     if record_mode == "none":
-        assert cassette.all_played, f"{len(cassette.requests) - cassette.play_count} interactions not played"
+        assert cassette.all_played, (
+            f"{len(cassette.requests) - cassette.play_count} interactions not played"
+        )
 
 
 def requests_of(cassette):
@@ -72,18 +90,30 @@ def test_clean_answer_all_stages(vcr, record_mode, tmp_path, abstract_file, monk
     (record,) = summary(tmp_path)
     for name, stage in record["stages"].items():
         assert stage["status"] == "ok", name
-        assert stage["provenance"]["backend"] == "openai" and stage["provenance"]["model"] == "test-model"
+        assert (
+            stage["provenance"]["backend"] == "openai"
+            and stage["provenance"]["model"] == "test-model"
+        )
         assert stage["provenance"]["attempts"] == 1 and stage["provenance"]["tokens_in"] > 0
     claims = record["stages"]["claims"]["output"]["claims"]
     assert any(c["value"] and c["value"].lstrip("+") == "5.14" for c in claims)
     bodies = requests_of(vcr)
-    assert sorted(b["response_format"]["json_schema"]["name"] for b in bodies) == ["claims", "tags", "tldr"]
-    assert all(b["response_format"]["json_schema"]["strict"] is True and b["temperature"] == 0 for b in bodies)
+    assert sorted(b["response_format"]["json_schema"]["name"] for b in bodies) == [
+        "claims",
+        "tags",
+        "tldr",
+    ]
+    assert all(
+        b["response_format"]["json_schema"]["strict"] is True and b["temperature"] == 0
+        for b in bodies
+    )
     assert_all_played(vcr, record_mode)
 
 
 @pytest.mark.vcr
-def test_invalid_answer_is_reasked_and_corrected(vcr, record_mode, tmp_path, abstract_file, monkeypatch):
+def test_invalid_answer_is_reasked_and_corrected(
+    vcr, record_mode, tmp_path, abstract_file, monkeypatch
+):
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     with endpoint(record_mode, script=("ungrounded", "ok")) as url:
         result = digest(tmp_path, abstract_file, url, "--stages", "claims")
@@ -106,7 +136,9 @@ def test_429_with_retry_after_then_success(vcr, record_mode, tmp_path, abstract_
     assert result.exit_code == 0, result.output
     (record,) = summary(tmp_path)
     assert record["stages"]["tldr"]["status"] == "ok"
-    assert record["stages"]["tldr"]["provenance"]["attempts"] == 1  # a transport retry is not a re-ask
+    assert (
+        record["stages"]["tldr"]["provenance"]["attempts"] == 1
+    )  # a transport retry is not a re-ask
     assert [r["status"]["code"] for r in vcr.responses] == [429, 200]
     assert vcr.responses[0]["headers"]["retry-after-ms"] == ["50"]
     assert_all_played(vcr, record_mode)
@@ -126,10 +158,14 @@ def test_401_stops_the_run_with_one_message(vcr, record_mode, tmp_path, abstract
 
 
 @pytest.mark.vcr
-def test_json_object_mode_spells_the_schema_out_in_the_prompt(vcr, record_mode, tmp_path, abstract_file, monkeypatch):
+def test_json_object_mode_spells_the_schema_out_in_the_prompt(
+    vcr, record_mode, tmp_path, abstract_file, monkeypatch
+):
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     with endpoint(record_mode) as url:
-        result = digest(tmp_path, abstract_file, url, "--stages", "tags", "--response-format", "json_object")
+        result = digest(
+            tmp_path, abstract_file, url, "--stages", "tags", "--response-format", "json_object"
+        )
     assert result.exit_code == 0, result.output
     (record,) = summary(tmp_path)
     assert record["stages"]["tags"]["status"] == "ok" and record["stages"]["tags"]["output"]["tags"]

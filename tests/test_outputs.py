@@ -7,15 +7,38 @@ def test_csv_is_spreadsheet_safe_and_flat(tmp_path):
     writer = RunWriter(tmp_path)
     record = {
         "id": "abc",
-        "title": "=HYPERLINK(\"http://evil\")",
+        "title": '=HYPERLINK("http://evil")',
         "sources": [{"file": "a.txt", "position": 2}, {"file": "b.txt", "position": 1}],
         "abstract": "x",
         "stages": {
             "tldr": {"status": "ok", "output": {"tldr": "We do X, über fast."}},
-            "claims": {"status": "ok", "output": {"claims": [
-                {"kind": "quantitative", "metric": "AUROC", "value": "+5.14", "unit": "%", "dataset": "ACM", "comparison": "GGAD", "statement": "s", "evidence": "e"},
-                {"kind": "qualitative", "metric": None, "value": None, "unit": None, "dataset": None, "comparison": None, "statement": "It beats baselines.", "evidence": "e"},
-            ]}},
+            "claims": {
+                "status": "ok",
+                "output": {
+                    "claims": [
+                        {
+                            "kind": "quantitative",
+                            "metric": "AUROC",
+                            "value": "+5.14",
+                            "unit": "%",
+                            "dataset": "ACM",
+                            "comparison": "GGAD",
+                            "statement": "s",
+                            "evidence": "e",
+                        },
+                        {
+                            "kind": "qualitative",
+                            "metric": None,
+                            "value": None,
+                            "unit": None,
+                            "dataset": None,
+                            "comparison": None,
+                            "statement": "It beats baselines.",
+                            "evidence": "e",
+                        },
+                    ]
+                },
+            },
         },
     }
     writer.write_record(record)

@@ -19,9 +19,30 @@ from pipeline.taxonomy import load_taxonomy
 TEXT = "We propose Foo, a transformer for parsing. Foo improves F1 by 2.5 points on PTB over prior parsers."
 GOOD = {
     "tldr": {"tldr": "Foo is a transformer parser that improves F1 on PTB."},
-    "claims": {"claims": [{"statement": "Foo improves F1.", "kind": "quantitative", "metric": "F1", "value": "2.5", "unit": "points", "dataset": "PTB", "comparison": "prior parsers", "evidence": "Foo improves F1 by 2.5 points on PTB"}]},
+    "claims": {
+        "claims": [
+            {
+                "statement": "Foo improves F1.",
+                "kind": "quantitative",
+                "metric": "F1",
+                "value": "2.5",
+                "unit": "points",
+                "dataset": "PTB",
+                "comparison": "prior parsers",
+                "evidence": "Foo improves F1 by 2.5 points on PTB",
+            }
+        ]
+    },
 }
-UNGROUNDED = {"claims": [{**GOOD["claims"]["claims"][0], "value": "3.5", "evidence": "Foo improves F1 by 3.5 points on PTB"}]}
+UNGROUNDED = {
+    "claims": [
+        {
+            **GOOD["claims"]["claims"][0],
+            "value": "3.5",
+            "evidence": "Foo improves F1 by 3.5 points on PTB",
+        }
+    ]
+}
 
 
 class Scripted:
@@ -37,7 +58,11 @@ class Scripted:
 
     async def complete(self, stage, abstract, messages):
         self.requests.append((stage.name, messages))
-        item = self.script[stage.name].pop(0) if len(self.script[stage.name]) > 1 else self.script[stage.name][0]
+        item = (
+            self.script[stage.name].pop(0)
+            if len(self.script[stage.name]) > 1
+            else self.script[stage.name][0]
+        )
         if isinstance(item, Exception):
             raise item
         if isinstance(item, Completion):
@@ -54,12 +79,23 @@ def prompts(tmp_path):
     d.mkdir()
     for name in ("tldr", "claims"):
         shutil.copy(PACKAGE_PROMPTS_DIR / f"{name}.yaml", d)
-    (d / "taxonomy.yaml").write_text("version: 1\nfacets:\n  - id: method\n    label: Method\n    tags:\n      - {id: transformers, label: Transformers}\n")
+    (d / "taxonomy.yaml").write_text(
+        "version: 1\nfacets:\n  - id: method\n    label: Method\n    tags:\n      - {id: transformers, label: Transformers}\n"
+    )
     return d
 
 
 def run(tmp_path, prompts, backend, *, max_reasks=2, force=False, out="run"):
-    settings = load_settings(None, env={}, overrides={"stages": "tldr,claims", "max_reasks": max_reasks, "force": force, "progress": False})
+    settings = load_settings(
+        None,
+        env={},
+        overrides={
+            "stages": "tldr,claims",
+            "max_reasks": max_reasks,
+            "force": force,
+            "progress": False,
+        },
+    )
     taxonomy = load_taxonomy(prompts / "taxonomy.yaml")
     stages = build_stages(settings.stages, prompts, taxonomy)
     cache = Cache(tmp_path / "cache", settings.stages)
@@ -70,8 +106,12 @@ def run(tmp_path, prompts, backend, *, max_reasks=2, force=False, out="run"):
     finally:
         writer.close()
         cache.close()
-    records = [json.loads(line) for line in (tmp_path / out / "summaries.jsonl").read_text().splitlines()]
-    errors = [json.loads(line) for line in (tmp_path / out / "errors.jsonl").read_text().splitlines()]
+    records = [
+        json.loads(line) for line in (tmp_path / out / "summaries.jsonl").read_text().splitlines()
+    ]
+    errors = [
+        json.loads(line) for line in (tmp_path / out / "errors.jsonl").read_text().splitlines()
+    ]
     return stats, records, errors
 
 
@@ -85,7 +125,10 @@ def test_reask_feeds_the_validation_error_back_and_succeeds(tmp_path, prompts):
     reask = [m for s, m in backend.requests if s == "claims"][1]
     assert reask[-2] == {"role": "assistant", "content": json.dumps(UNGROUNDED)}
     assert "evidence is not verbatim in the abstract" in reask[-1]["content"]
-    assert claims["output"]["claims"][0]["span"] == [TEXT.index("Foo improves F1"), TEXT.index(" on PTB over") + len(" on PTB")]
+    assert claims["output"]["claims"][0]["span"] == [
+        TEXT.index("Foo improves F1"),
+        TEXT.index(" on PTB over") + len(" on PTB"),
+    ]
     assert errors == []
 
 
@@ -117,7 +160,12 @@ def test_content_failure_kinds(tmp_path, prompts, completion, kind):
 
 
 def test_transport_failure_is_not_reasked(tmp_path, prompts):
-    backend = Scripted({"tldr": [BackendError("server_error after 7 attempts", kind="server_error")], "claims": [GOOD["claims"]]})
+    backend = Scripted(
+        {
+            "tldr": [BackendError("server_error after 7 attempts", kind="server_error")],
+            "claims": [GOOD["claims"]],
+        }
+    )
     _, records, errors = run(tmp_path, prompts, backend)
     assert len([1 for s, _ in backend.requests if s == "tldr"]) == 1
     assert errors[0]["kind"] == "server_error"
@@ -126,7 +174,9 @@ def test_transport_failure_is_not_reasked(tmp_path, prompts):
 def test_second_run_is_served_from_cache_with_zero_calls(tmp_path, prompts):
     first = Scripted({"tldr": [GOOD["tldr"]], "claims": [GOOD["claims"]]})
     _, records1, _ = run(tmp_path, prompts, first, out="a")
-    second = Scripted({"tldr": [RuntimeError("must not be called")], "claims": [RuntimeError("no")]})
+    second = Scripted(
+        {"tldr": [RuntimeError("must not be called")], "claims": [RuntimeError("no")]}
+    )
     stats, records2, _ = run(tmp_path, prompts, second, out="b")
     assert second.requests == []
     assert stats.stages["tldr"].cache_hits == 1

@@ -11,20 +11,39 @@ ABSTRACT = (
 TAX = Taxonomy(
     version=1,
     facets=(
-        Facet(id="method", label="Method", tags=(Tag(id="graph-neural-networks", label="Graph neural networks", synonyms=("GNN",)),)),
-        Facet(id="task", label="Task", tags=(Tag(id="anomaly-detection", label="Anomaly detection"),)),
+        Facet(
+            id="method",
+            label="Method",
+            tags=(
+                Tag(id="graph-neural-networks", label="Graph neural networks", synonyms=("GNN",)),
+            ),
+        ),
+        Facet(
+            id="task", label="Task", tags=(Tag(id="anomaly-detection", label="Anomaly detection"),)
+        ),
     ),
 )
 CTX = {"abstract": ABSTRACT, "taxonomy": TAX}
 
 
 def claim(**overrides):
-    base = dict(statement="DR-GGAD improves mean AUROC.", kind="quantitative", metric="AUROC", value="5.14", unit="%", dataset=None, comparison="best prior GGAD", evidence="mean AUROC +5.14% over the best prior GGAD")
+    base = dict(
+        statement="DR-GGAD improves mean AUROC.",
+        kind="quantitative",
+        metric="AUROC",
+        value="5.14",
+        unit="%",
+        dataset=None,
+        comparison="best prior GGAD",
+        evidence="mean AUROC +5.14% over the best prior GGAD",
+    )
     return {**base, **overrides}
 
 
 def test_tldr_accepts_one_grounded_sentence():
-    out = TldrOutput.model_validate({"tldr": "DR-GGAD improves graph anomaly detection on 8 graphs."}, context=CTX)
+    out = TldrOutput.model_validate(
+        {"tldr": "DR-GGAD improves graph anomaly detection on 8 graphs."}, context=CTX
+    )
     assert out.tldr.endswith("8 graphs.")
 
 
@@ -43,7 +62,10 @@ def test_tldr_rejects(tldr, message):
 
 
 def test_tags_resolve_synonyms_and_reject_unknown():
-    out = TagsOutput.model_validate({"tags": ["GNN", "anomaly-detection", "gnn"], "keywords": ["DR-GGAD", "dr-ggad"]}, context=CTX)
+    out = TagsOutput.model_validate(
+        {"tags": ["GNN", "anomaly-detection", "gnn"], "keywords": ["DR-GGAD", "dr-ggad"]},
+        context=CTX,
+    )
     assert out.tags == ["graph-neural-networks", "anomaly-detection"]
     assert out.keywords == ["DR-GGAD"]
     with pytest.raises(ValidationError, match="not in the taxonomy"):
@@ -55,7 +77,9 @@ def test_tags_resolve_synonyms_and_reject_unknown():
 
 
 def test_claim_grounding_accepts_whitespace_variants_and_records_span():
-    out = ClaimsOutput.model_validate({"claims": [claim(evidence="mean AUROC +5.14%  over the best\nprior GGAD")]}, context=CTX)
+    out = ClaimsOutput.model_validate(
+        {"claims": [claim(evidence="mean AUROC +5.14%  over the best\nprior GGAD")]}, context=CTX
+    )
     start, end = out.claims[0].span
     assert ABSTRACT[start:end] == "mean AUROC +5.14% over the best prior GGAD"
 
@@ -63,7 +87,10 @@ def test_claim_grounding_accepts_whitespace_variants_and_records_span():
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"evidence": "mean AUROC +5.41% over the best prior GGAD"}, "does not occur in its evidence"),
+        (
+            {"evidence": "mean AUROC +5.41% over the best prior GGAD"},
+            "does not occur in its evidence",
+        ),
         ({"evidence": "mean AUROC of +5.14% over all prior methods"}, "not verbatim"),
         ({"value": "12.59"}, "does not occur in its evidence"),
         ({"value": None}, "needs a numeric value"),
@@ -77,7 +104,14 @@ def test_claim_grounding_rejects(overrides, message):
 
 
 def test_qualitative_claim_and_empty_list_are_valid():
-    q = claim(kind="qualitative", metric=None, value=None, unit=None, statement="It achieves new SOTA.", evidence="it achieves new SOTA")
+    q = claim(
+        kind="qualitative",
+        metric=None,
+        value=None,
+        unit=None,
+        statement="It achieves new SOTA.",
+        evidence="it achieves new SOTA",
+    )
     assert ClaimsOutput.model_validate({"claims": [q]}, context=CTX).claims[0].kind == "qualitative"
     assert ClaimsOutput.model_validate({"claims": []}, context=CTX).claims == []
 
@@ -89,7 +123,10 @@ def test_strict_llm_schema_requires_every_field_and_hides_computed_span():
     assert "span" not in claim_schema["properties"]
     assert sorted(claim_schema["required"]) == sorted(claim_schema["properties"])
     tags = llm_json_schema(TagsOutput, tag_ids=TAX.ids)
-    assert tags["properties"]["tags"]["items"]["enum"] == ["graph-neural-networks", "anomaly-detection"]
+    assert tags["properties"]["tags"]["items"]["enum"] == [
+        "graph-neural-networks",
+        "anomaly-detection",
+    ]
     assert "default" not in str(tags)
 
 

@@ -80,8 +80,10 @@ def _fatal_message(exc: openai.APIStatusError, settings: Settings) -> str:
             f"({settings.model!r}) and base_url"
         )
     hint = ""
-    if exc.status_code == 400 and settings.response_format == "json_schema" and (
-        "response_format" in detail or "json_schema" in detail
+    if (
+        exc.status_code == 400
+        and settings.response_format == "json_schema"
+        and ("response_format" in detail or "json_schema" in detail)
     ):
         hint = "; if the server lacks structured outputs, use --response-format json_object"
     return f"the endpoint ({where}) rejected the request ({exc.status_code}: {detail}){hint}"

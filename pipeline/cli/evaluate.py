@@ -26,10 +26,16 @@ def eval_group() -> None:
 
 @eval_group.command("tldr")
 @click.argument("path", type=click.Path(path_type=Path, exists=True, dir_okay=False))
-@click.option("--out", type=click.Path(path_type=Path), help="Folder for eval.json / eval.md [default: outputs/eval-tldr-<timestamp>].")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    help="Folder for eval.json / eval.md [default: outputs/eval-tldr-<timestamp>].",
+)
 @click.option("--limit", type=int, help="Only the first N papers.")
 @run_options
-def eval_tldr(path: Path, out: Path | None, limit: int | None, config_path, no_progress, **flags) -> None:
+def eval_tldr(
+    path: Path, out: Path | None, limit: int | None, config_path, no_progress, **flags
+) -> None:
     """ROUGE-1/2/L of the tldr stage on SciTLDR-format JSONL, with lead-1 and oracle."""
     settings = settings_from_flags(config_path, no_progress, flags)
     click.echo(describe_backend(settings), err=True)
@@ -42,7 +48,11 @@ def eval_tldr(path: Path, out: Path | None, limit: int | None, config_path, no_p
 
 @eval_group.command("claims")
 @click.argument("gold", type=click.Path(path_type=Path, exists=True, dir_okay=False))
-@click.option("--out", type=click.Path(path_type=Path), help="Folder for eval.json / eval.md [default: outputs/eval-claims-<timestamp>].")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    help="Folder for eval.json / eval.md [default: outputs/eval-claims-<timestamp>].",
+)
 @run_options
 def eval_claims(gold: Path, out: Path | None, config_path, no_progress, **flags) -> None:
     """Precision/recall/F1 of the claims stage against GOLD (see tests/data/claims_gold.jsonl)."""
@@ -56,7 +66,12 @@ def eval_claims(gold: Path, out: Path | None, config_path, no_progress, **flags)
 
 @eval_group.command("grounding")
 @click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@click.option("--config", "config_path", type=click.Path(path_type=Path), help="Settings file (for the taxonomy location).")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path),
+    help="Settings file (for the taxonomy location).",
+)
 def eval_grounding(run_dir: Path, config_path: Path | None) -> None:
     """Grounding figures of a run folder: evidence verbatim, TL;DR numbers, tags in taxonomy."""
     from pipeline.evaluate import evaluate_grounding

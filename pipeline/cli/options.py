@@ -10,16 +10,40 @@ import click
 from pipeline.config import Settings, load_settings
 
 _OPTIONS = [
-    click.option("--config", "config_path", type=click.Path(path_type=Path), help="Settings file [default: ./config.yaml if present]."),
-    click.option("--provider", type=click.Choice(["auto", "openai", "offline"]), help="Backend; auto = openai when a key or base_url is set, else offline."),
+    click.option(
+        "--config",
+        "config_path",
+        type=click.Path(path_type=Path),
+        help="Settings file [default: ./config.yaml if present].",
+    ),
+    click.option(
+        "--provider",
+        type=click.Choice(["auto", "openai", "offline"]),
+        help="Backend; auto = openai when a key or base_url is set, else offline.",
+    ),
     click.option("--model", help="Model name for the openai backend."),
-    click.option("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (vLLM)."),
+    click.option(
+        "--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (vLLM)."
+    ),
     click.option("--concurrency", "max_concurrency", type=int, help="Max requests in flight."),
     click.option("--rpm", "requests_per_minute", type=int, help="Requests-per-minute limit."),
     click.option("--tpm", "tokens_per_minute", type=int, help="Tokens-per-minute limit."),
-    click.option("--response-format", type=click.Choice(["json_schema", "json_object"]), help="json_object for servers without structured outputs."),
-    click.option("--cache-dir", type=click.Path(path_type=Path), help="Shared cache folder [default: outputs/cache]."),
-    click.option("--force", is_flag=True, default=None, help="Ignore cached outputs (new results are still cached)."),
+    click.option(
+        "--response-format",
+        type=click.Choice(["json_schema", "json_object"]),
+        help="json_object for servers without structured outputs.",
+    ),
+    click.option(
+        "--cache-dir",
+        type=click.Path(path_type=Path),
+        help="Shared cache folder [default: outputs/cache].",
+    ),
+    click.option(
+        "--force",
+        is_flag=True,
+        default=None,
+        help="Ignore cached outputs (new results are still cached).",
+    ),
     click.option("--no-progress", "no_progress", is_flag=True, help="No progress bar on stderr."),
 ]
 

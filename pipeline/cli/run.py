@@ -16,9 +16,16 @@ from pipeline.outputs import ERRORS, SUMMARIES
 @main.command("run")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--stages", help="Comma-separated subset of tldr,tags,claims.")
-@click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Run folder [default: outputs/run-<timestamp>].")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    help="Run folder [default: outputs/run-<timestamp>].",
+)
 @run_options
-def run_command(paths: tuple[Path, ...], config_path: Path | None, no_progress: bool, **flags) -> None:
+def run_command(
+    paths: tuple[Path, ...], config_path: Path | None, no_progress: bool, **flags
+) -> None:
     """Summarize the abstracts in PATHS (.txt, .jsonl, .csv files or directories).
 
     Writes summaries.jsonl, errors.jsonl, summaries.csv, manifest.json and report.html into
@@ -41,7 +48,9 @@ def run_command(paths: tuple[Path, ...], config_path: Path | None, no_progress: 
         f"in {result.manifest['elapsed_s']:.1f}s"
     )
     for name, s in counts["stages"].items():
-        click.echo(f"  {name:<7} ok {s['ok']:>6}  failed {s['failed']:>5}  cached {s['cache_hits']:>6}")
+        click.echo(
+            f"  {name:<7} ok {s['ok']:>6}  failed {s['failed']:>5}  cached {s['cache_hits']:>6}"
+        )
     click.echo(f"results: {result.run_dir / SUMMARIES}")
     report = result.run_dir / "report.html"
     if report.exists():

@@ -5,7 +5,6 @@ from __future__ import annotations
 from functools import cache
 from statistics import fmean
 
-
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 PROTOCOLS = ("best", "mean")
 

@@ -63,7 +63,9 @@ class Stage:
             data = json.loads(_strip_fences(raw))
         except json.JSONDecodeError as exc:
             raise OutputValidationError(
-                f"answer is not valid JSON ({exc.msg} at char {exc.pos})", kind="invalid_json", raw=raw
+                f"answer is not valid JSON ({exc.msg} at char {exc.pos})",
+                kind="invalid_json",
+                raw=raw,
             ) from exc
         if not isinstance(data, dict):
             raise OutputValidationError("answer must be a JSON object", kind="schema", raw=raw)
@@ -72,9 +74,7 @@ class Stage:
                 data, context={"abstract": abstract, "taxonomy": self.taxonomy}
             )
         except ValidationError as exc:
-            raise OutputValidationError(
-                _describe(exc), kind=_kind(exc), raw=raw
-            ) from exc
+            raise OutputValidationError(_describe(exc), kind=_kind(exc), raw=raw) from exc
         return model.model_dump(mode="json")
 
 
