@@ -33,6 +33,7 @@ class Settings(BaseModel):
     base_url: str | None = None
     api_key: SecretStr | None = Field(default=None, repr=False, exclude=True)
     response_format: Literal["json_schema", "json_object"] = "json_schema"
+    http_transport: Literal["aiohttp", "httpx"] = "aiohttp"
     temperature: float = 0.0
     max_tokens: int = Field(default=1024, ge=16)
     timeout_s: float = Field(default=60.0, gt=0)
