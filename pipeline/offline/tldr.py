@@ -27,6 +27,8 @@ import html
 import math
 import re
 from collections import Counter
+from itertools import chain
+from operator import countOf, mul
 
 from pipeline.text import display_text, normalize_ws, numbers_in, split_sentences
 
@@ -92,7 +94,6 @@ _WE_SHOW = re.compile(
     r"|train|argue|reveal|characterize|establish|leverage|use|apply|frame|cast|view)\b"
 )
 _THIS_PAPER = re.compile(r"\bthis (?:paper|work)\b")
-_WE = re.compile(r"\b(?:we|our)\b")
 _BACKGROUND = re.compile(
     r"\b(?:recent(?:ly)?|has been|have been|has shown|have shown|has become|have become"
     r"|remains?|is still|are still|widely|typically|traditionally|commonly|often"
@@ -115,29 +116,56 @@ _ANAPHOR = re.compile(r"^(?:This|These|It|Such|They|Its|Their|Both)\b")
 _CITATION = re.compile(r"\bet al\b|\(\D{0,60}(?:19|20)\d\d[a-z]?\)|\[\d+(?:[,\u2013-]\s*\d+)*\]")
 _MATH = re.compile(r"[$\\^_]")
 _ACRONYM = re.compile(r"\b[A-Za-z]*[A-Z][A-Za-z0-9]*[A-Z][\w-]*")
-_ARTIFACT = re.compile(r"\b(?:framework|method|approach|algorithm|model|architecture|technique)\b")
-# Feature patterns match the lowercased sentence (faster than IGNORECASE), except the cased ones.
-_PATTERN_FEATURES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("propose", _PROPOSE),
-    ("in_this", _IN_THIS),
-    ("here_we", _HERE_WE),
-    ("we_show", _WE_SHOW),
-    ("this_paper", _THIS_PAPER),
-    ("background", _BACKGROUND),
-    ("follow_up", _FOLLOW_UP),
-    ("results", _RESULTS),
-    ("percent", _PERCENT),
-    ("link", _LINK),
-    ("artifact", _ARTIFACT),
-    ("naming", _NAMING),
-    ("novel", _NOVEL),
-    ("citation", _CITATION),
-    ("math", _MATH),
+
+
+# Feature patterns match the lowercased sentence (faster than IGNORECASE), except the cased
+# ones (_DEFINITION, _ANAPHOR, _ACRONYM); see _cue_features, which also uses faster exact
+# stand-ins for some searches (the features are unchanged):
+# - a "hint" is a pattern without its leading \b, which re scans much faster (its literal
+#   first characters are known); every match of the pattern is a match of the hint, so the
+#   pattern only needs searching from the hint's first match, if there is one;
+# - a whole-word alternation `\b(?:w1|w2|...)\b` of \w-only words matches exactly when one of
+#   the sentence's \w+ tokens is one of the words;
+# - a pattern is only searched when the sentence holds a substring that every match holds.
+def _hint(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    assert pattern.pattern.startswith(r"\b") and not pattern.flags & re.IGNORECASE
+    return re.compile(pattern.pattern[2:])
+
+
+def _hinted(pattern: re.Pattern[str], low: str, hint: re.Pattern[str]) -> float:
+    m = hint.search(low)
+    return 1.0 if m and pattern.search(low, m.start()) else 0.0
+
+
+_TOKEN = re.compile(r"\w+")
+_PROPOSE_HINT = _hint(_PROPOSE)
+_WE_SHOW_HINT = _hint(_WE_SHOW)
+_NOVEL_HINT = _hint(_NOVEL)
+_CITATION_HINT = _hint(_CITATION)
+# In every _PROPOSE match outside CJK, the verb (+ "s") is a whole token ("put forward": forward).
+_PROPOSE_VERBS = frozenset(
+    verb + s
+    for verb in _wordset(
+        "propose introduce present develop design devise formulate describe forward offer"
+        " contribute construct build create establish define"
+    )
+    for s in ("", "s")
 )
-_CASED_FEATURES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("definition", _DEFINITION),
-    ("anaphor", _ANAPHOR),
+# In every _NOVEL match the adjective is a whole token.
+_NOVEL_WORDS = _wordset("novel new simple general unified principled generic")
+# _ARTIFACT: \b(?:framework|method|...)\b
+_ARTIFACT_WORDS = _wordset("framework method approach algorithm model architecture technique")
+_RESULTS_WORDS = _wordset(
+    "experiment experiments experimental experimentally empirical empirically results"
+    " outperform outperforms benchmark benchmarks dataset datasets accuracy baseline baselines"
+)  # and evaluat\w+, left to _RESULTS
+_BACKGROUND_WORDS = _wordset(
+    "recent recently remain remains widely typically traditionally commonly often existing prior"
+    " previous conventional current"
 )
+_NAMING_WORDS = _wordset("called dubbed named termed coined")  # and "we call/refer to"
+_ACRONYM_HINT = re.compile(r"[A-Z][A-Za-z0-9]*[A-Z]")  # in every _ACRONYM match
+
 
 # Openers that carry no content: "In this paper, we ...", "To this end, ...", "However, ...".
 _OPENERS = _rx(
@@ -169,6 +197,8 @@ _DASH_ASIDE = _rx(
 _EXAMPLES = _rx(
     r",?\s*\b(?:e\.g\.|i\.e\.|such as|including)[^,;()\u2013\u2014]*?(?=[,;.](?:\s|$)|--|$)"
 )
+# Every _LEAD_CLAUSE match holds one of these, so the (slow, lazy) clause search needs one.
+_LEAD_CLAUSE_HINT = _rx(r",\s+(?:we|our)\b")
 _DANGLING = _wordset(
     "a an the of to in on for and or with by from as at that which whose its their our this these"
     " is are be via than into over under between based using such like whether when where while"
@@ -229,7 +259,7 @@ def extract_tldr(text: str) -> str:
     sentences = _candidates(head)
     if not sentences:
         return _fallback(head)
-    out = _finish(_compress(_select(sentences)))
+    out = _finish(_select(sentences))
     return _grounded(out, head) or _fallback(head)
 
 
@@ -242,131 +272,195 @@ def _head(text: str) -> str:
 
 
 def _clean(text: str) -> str:
-    text = _HTML_BLOCK.sub(" ", _HTML_INLINE.sub("", text))
+    if "<" in text:
+        text = _HTML_BLOCK.sub(" ", _HTML_INLINE.sub("", text))
     if "&" in text:
         text = html.unescape(text)
-    text = _MARKDOWN.sub(lambda m: m.group(1) or m.group(2), display_text(text))
+    text = display_text(text)
+    if "*" in text or "_" in text:
+        text = _MARKDOWN.sub(lambda m: m.group(1) or m.group(2), text)
     return normalize_ws(text)
+
+
+_CJK_ENDS = "\u3002\uff01\uff1f\uff1b"
 
 
 def _candidates(text: str) -> list[str]:
     """Sentences, CJK sentences and semicolon-separated clauses, capped in number and length."""
     out: list[str] = []
-    for sentence in split_sentences(_clean(text)):
-        for piece in _CJK_END.split(sentence):
-            clauses = [c for c in _SEMICOLON.split(piece) if len(c.split()) >= 6]
-            for c in clauses if len(clauses) > 1 else [piece]:
-                words = c.split()
-                if words:
-                    out.append(" ".join(words[:_MAX_SENTENCE_WORDS]))
+    text = _clean(text)
+    cjk = any(ch in text for ch in _CJK_ENDS)
+    for sentence in split_sentences(text):
+        if not cjk and ";" not in sentence and sentence.count(" ") < _MAX_SENTENCE_WORDS:
+            # Already single-spaced and stripped, and short enough: the general case below
+            # would give it back unchanged.
+            out.append(sentence)
+        else:
+            for piece in _CJK_END.split(sentence) if cjk else [sentence]:
+                clauses = [c for c in _SEMICOLON.split(piece) if len(c.split()) >= 6]
+                for c in clauses if len(clauses) > 1 else [piece]:
+                    words = c.split()
+                    if words:
+                        out.append(" ".join(words[:_MAX_SENTENCE_WORDS]))
         if len(out) >= _MAX_SENTENCES:
             break
     return out[:_MAX_SENTENCES]
 
 
+_WEIGHT_NAMES = tuple(name for name, _ in _WEIGHTS)
+_WEIGHT_VALUES = tuple(w for _, w in _WEIGHTS)
+
+
 def _select(sentences: list[str]) -> str:
-    rows = _features(sentences)
-    scores = [sum(w * row[name] for name, w in _WEIGHTS) for row in rows]
+    """The best-scoring sentence, already compressed."""
+    compressed = [_compress(s) for s in sentences]
+    rows = _features(sentences, [n_words for _, n_words in compressed])
+    # Same products, summed in the same order, as sum(w * row[name] for name, w in _WEIGHTS).
+    scores = [sum(map(mul, _WEIGHT_VALUES, map(row.__getitem__, _WEIGHT_NAMES))) for row in rows]
     best = max(range(len(sentences)), key=lambda i: (scores[i], -i))
-    return sentences[best]
-
-
-def _stems(sentence: str) -> list[str]:
-    # A 6-letter prefix is a cheap stand-in for stemming ("propose", "proposed", "proposal").
-    return [w[:6] for w in _WORD.findall(sentence.lower()) if w not in _STOP]
+    return compressed[best][0]
 
 
 class _Vocabulary:
     """Word statistics of one abstract that centrality features compare a sentence against."""
 
-    def __init__(self, counts: list[Counter[str]]) -> None:
+    def __init__(self, stems: list[list[str]], counts: list[Counter[str]]) -> None:
         self.n = len(counts)
-        self.total: Counter[str] = Counter()
-        self.df: Counter[str] = Counter()
-        for c in counts:
-            self.total.update(c)
-            self.df.update(c.keys())
-        self.recurring = sum(1 for k in self.df.values() if k >= 2) or 1
-        self.total_sq = sum(v * v for v in self.total.values())
+        # Counting iterables runs in C (Counter.update with a Counter is a Python loop).
+        self.total = total = Counter(chain.from_iterable(stems))
+        self.df = df = Counter(chain.from_iterable(counts))
+        self.recurring = (len(df) - countOf(df.values(), 1)) or 1  # words in >= 2 sentences
+        self.total_sq = sum(map(mul, total.values(), total.values()))
 
 
-def _features(sentences: list[str]) -> list[dict[str, float]]:
+def _features(sentences: list[str], kept_words: list[int]) -> list[dict[str, float]]:
     """Per-sentence feature values: cues, penalties, position, length and centrality."""
     n = len(sentences)
-    counts = [Counter(_stems(s)) for s in sentences]
-    vocab = _Vocabulary(counts)
+    lows = [s.lower() for s in sentences]
+    # A 6-letter prefix is a cheap stand-in for stemming ("propose", "proposed", "proposal").
+    stems = [[w[:6] for w in _WORD.findall(low) if w not in _STOP] for low in lows]
+    counts = [Counter(words) for words in stems]
+    vocab = _Vocabulary(stems, counts)
     rows: list[dict[str, float]] = []
     seen_cue = seen_we = False
-    for i, (s, c) in enumerate(zip(sentences, counts, strict=True)):
-        low = s.lower()
-        cue = bool(_PROPOSE.search(low) or _IN_THIS.search(low) or _HERE_WE.search(low))
-        we = bool(_WE.search(low) or _THIS_PAPER.search(low))
-        rows.append(
-            {
-                **_cue_features(s, low),
-                "first_cue": float(cue and not seen_cue),
-                "first_we": float(we and not seen_we),
-                "before_cue": float(not seen_cue and not cue),
-                "we": float(we),
-                **_shape_features(s, i, n),
-                **_centrality(c, vocab),
-            }
-        )
+    for i, s in enumerate(sentences):
+        low = lows[i]
+        row = _cue_features(s, low)
+        cue = bool(row["propose"] or row["in_this"] or row["here_we"])
+        we = bool(row["we"])
+        row["first_cue"] = float(cue and not seen_cue)
+        row["first_we"] = float(we and not seen_we)
+        row["before_cue"] = float(not seen_cue and not cue)
+        _shape_features(row, s, kept_words[i], i, n)
+        _centrality(row, counts[i], vocab)
+        rows.append(row)
         seen_cue |= cue
         seen_we |= we
     return rows
 
 
 def _cue_features(s: str, low: str) -> dict[str, float]:
-    out = {name: 1.0 if pattern.search(low) else 0.0 for name, pattern in _PATTERN_FEATURES}
-    out.update((name, 1.0 if pattern.search(s) else 0.0) for name, pattern in _CASED_FEATURES)
-    return out
-
-
-def _shape_features(s: str, index: int, n: int) -> dict[str, float]:
-    n_words = len(s.split())
+    """Pattern features of the lowercased sentence, then the cased ones, and "we"."""
+    words = set(_TOKEN.findall(low))
+    propose = (
+        not words.isdisjoint(_PROPOSE_VERBS) or "\u672c\u6587" in low or "\u63d0\u51fa" in low
+    ) and _hinted(_PROPOSE, low, _PROPOSE_HINT)
+    this_paper = ("this paper" in low or "this work" in low) and _THIS_PAPER.search(low)
+    in_this = ("in this " in low or "with this " in low) and _IN_THIS.search(low)
+    citation = ("et al" in low or "(" in low or "[" in low) and _hinted(
+        _CITATION, low, _CITATION_HINT
+    )
+    results = not words.isdisjoint(_RESULTS_WORDS) or ("evaluat" in low and _RESULTS.search(low))
+    background = not words.isdisjoint(_BACKGROUND_WORDS) or (
+        ("has " in low or "have " in low or " still" in low or "state-of-the-art methods" in low)
+        and _BACKGROUND.search(low)
+    )
+    naming = not words.isdisjoint(_NAMING_WORDS) or (
+        ("we call" in low or "we refer to" in low) and _NAMING.search(low)
+    )
+    percent = ("%" in low or "x" in low or "\u00d7" in low) and _PERCENT.search(low)
+    link = ("http" in low or "github" in low or "code " in low) and _LINK.search(low)
+    math_ = ("$" in low or "\\" in low or "^" in low or "_" in low) and _MATH.search(low)
     return {
-        "acronyms": min(len(_ACRONYM.findall(s)), 3) / 3,
-        "kept_words": len(_compress(s).split()) / 20,
-        "question": float(s.endswith("?")),
-        "colon": float(":" in s),
-        "digit": float(_DIGIT.search(s) is not None),
-        "first": float(index == 0),
-        "last": float(n > 2 and index == n - 1),
-        "position": index / (n - 1) if n > 1 else 0.0,
-        "log_words": math.log(n_words + 1),
-        "short": float(n_words < 6),
-        "length_gap": abs(n_words - 22) / 10,
+        "propose": 1.0 if propose else 0.0,
+        "in_this": 1.0 if in_this else 0.0,
+        "here_we": 1.0 if _HERE_WE.search(low) else 0.0,
+        "we_show": _hinted(_WE_SHOW, low, _WE_SHOW_HINT) if "we" in words else 0.0,
+        "this_paper": 1.0 if this_paper else 0.0,
+        "background": 1.0 if background else 0.0,
+        "follow_up": 1.0 if _FOLLOW_UP.search(low) else 0.0,
+        "results": 1.0 if results else 0.0,
+        "percent": 1.0 if percent else 0.0,
+        "link": 1.0 if link else 0.0,
+        "artifact": 0.0 if words.isdisjoint(_ARTIFACT_WORDS) else 1.0,
+        "naming": 1.0 if naming else 0.0,
+        "novel": 0.0 if words.isdisjoint(_NOVEL_WORDS) else _hinted(_NOVEL, low, _NOVEL_HINT),
+        "citation": 1.0 if citation else 0.0,
+        "math": 1.0 if math_ else 0.0,
+        "definition": 1.0 if _DEFINITION.search(s) else 0.0,
+        "anaphor": 1.0 if _ANAPHOR.search(s) else 0.0,
+        # \b(?:we|our)\b or _THIS_PAPER
+        "we": 1.0 if "we" in words or "our" in words or this_paper else 0.0,
     }
 
 
-def _centrality(own: Counter[str], vocab: _Vocabulary) -> dict[str, float]:
+def _shape_features(row: dict[str, float], s: str, kept_words: int, index: int, n: int) -> None:
+    n_words = s.count(" ") + 1  # candidates are single-spaced and stripped
+    row["acronyms"] = min(len(_ACRONYM.findall(s)), 3) / 3 if _ACRONYM_HINT.search(s) else 0.0
+    row["kept_words"] = kept_words / 20  # words of the compressed sentence
+    row["question"] = float(s.endswith("?"))
+    row["colon"] = float(":" in s)
+    row["digit"] = float(_DIGIT.search(s) is not None)
+    row["first"] = float(index == 0)
+    row["last"] = float(n > 2 and index == n - 1)
+    row["position"] = index / (n - 1) if n > 1 else 0.0
+    row["log_words"] = math.log(n_words + 1)
+    row["short"] = float(n_words < 6)
+    row["length_gap"] = abs(n_words - 22) / 10
+
+
+def _centrality(row: dict[str, float], own: Counter[str], vocab: _Vocabulary) -> None:
     """How much of a sentence's vocabulary recurs in the rest of the abstract (three views)."""
+    row["content"] = len(own) / 20
     if vocab.n < 2 or not own:
-        return {"centrality": 0.0, "cosine": 0.0, "coverage": 0.0, "content": len(own) / 20}
+        row["centrality"] = row["cosine"] = row["coverage"] = 0.0
+        return
     total, df = vocab.total, vocab.df
-    shared = sum(df[w] - 1 for w in own)
-    dot = sum(v * (total[w] - v) for w, v in own.items())
-    norm_own = math.sqrt(sum(v * v for v in own.values()))
-    # |rest|^2 is |total|^2 minus what taking this sentence's counts away removes from each word.
-    rest_sq = vocab.total_sq - sum(total[w] ** 2 - (total[w] - v) ** 2 for w, v in own.items())
-    norm_rest = math.sqrt(rest_sq) or 1.0
-    return {
-        "centrality": shared / ((vocab.n - 1) * (len(own) + 4)),
-        "cosine": dot / (norm_own * norm_rest),
-        "coverage": sum(1 for w in own if df[w] >= 2) / vocab.recurring,
-        "content": len(own) / 20,
-    }
+    # All integer sums, so one loop gives exactly the values of separate sums.
+    shared = dot = own_sq = removed = recurring = 0
+    for w, v in own.items():
+        k, t = df[w], total[w]
+        shared += k - 1
+        dot += v * (t - v)
+        own_sq += v * v
+        # |rest|^2 is |total|^2 minus what taking this sentence's counts away removes.
+        removed += t * t - (t - v) * (t - v)
+        recurring += k >= 2
+    norm_rest = math.sqrt(vocab.total_sq - removed) or 1.0
+    row["centrality"] = shared / ((vocab.n - 1) * (len(own) + 4))
+    row["cosine"] = dot / (math.sqrt(own_sq) * norm_rest)
+    row["coverage"] = recurring / vocab.recurring
 
 
-def _compress(sentence: str) -> str:
-    """Drop parentheticals, example lists, boilerplate openers and leading background clauses."""
-    s = _EXAMPLES.sub("", _DASH_ASIDE.sub(" ", _PAREN.sub("", sentence)))
+def _compress(sentence: str) -> tuple[str, int]:
+    """Drop parentheticals, example lists, boilerplate openers and leading background clauses;
+    (the result, its number of words)."""
+    s = sentence
+    # Each substitution runs only when the text has the characters a match needs.
+    if "(" in s:
+        s = _PAREN.sub("", s)
+    if "--" in s or "\u2013" in s or "\u2014" in s:
+        s = _DASH_ASIDE.sub(" ", s)
+    low = s.lower()
+    if "e.g." in low or "i.e." in low or "such as" in low or "including" in low or not s.isascii():
+        # (In ASCII text, lowercasing has none of re's IGNORECASE case-folding quirks.)
+        s = _EXAMPLES.sub("", s)
     for _ in range(3):
         before = s
         s = _OPENERS.sub("", s)
         s = _OPENERS_NO_COMMA.sub("", s)
-        s = _LEAD_CLAUSE.sub("", s)
+        if _LEAD_CLAUSE_HINT.search(s):
+            s = _LEAD_CLAUSE.sub("", s)
         if s == before:
             break
     if len(s.split()) < _MIN_KEPT_WORDS:
@@ -374,22 +468,24 @@ def _compress(sentence: str) -> str:
     return _fit(s)
 
 
-def _fit(sentence: str) -> str:
-    """Cut trailing detail at clause boundaries until the sentence fits the word budget."""
+def _fit(sentence: str) -> tuple[str, int]:
+    """Cut trailing detail at clause boundaries until the sentence fits the word budget;
+    (the result, its number of words)."""
     s = sentence
-    while len(s.split()) > TARGET_WORDS:
+    words = s.split()
+    while len(words) > TARGET_WORDS:
         cuts = [m.start() for m in _TAIL_CUTS.finditer(s) if len(s[: m.start()].split()) >= 8]
         if not cuts:
             break
         s = s[: cuts[-1]]
-    words = s.split()
+        words = s.split()
     if len(words) > MAX_WORDS:
         words = words[:TARGET_WORDS]
         # A hard cut must not leave the sentence hanging on "of", "the", "and", ...
         while len(words) > _MIN_KEPT_WORDS and words[-1].lower().strip(",;:") in _DANGLING:
             words.pop()
         s = " ".join(words)
-    return s
+    return s, len(words)
 
 
 def _finish(sentence: str) -> str:
