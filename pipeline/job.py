@@ -95,7 +95,6 @@ async def _run(settings, taxonomy, stages, cache, writer, ingest: IngestResult) 
         max_concurrency=settings.max_concurrency,
         requests_per_minute=settings.requests_per_minute,
         tokens_per_minute=settings.tokens_per_minute,
-        max_request_tokens=settings.max_tokens + 8192,
     )
     backend = make_backend(settings, limiter, taxonomy)
     runner = Runner(settings=settings, stages=stages, backend=backend, cache=cache, writer=writer)
@@ -112,10 +111,8 @@ async def _run(settings, taxonomy, stages, cache, writer, ingest: IngestResult) 
 
 
 def _write_report(run_dir: Path, taxonomy: Taxonomy) -> None:
-    try:
-        from pipeline.report import write_html_report
-    except ImportError:
-        return
+    from pipeline.report import write_html_report  # imported late: only the run's end needs it
+
     write_html_report(run_dir, taxonomy)
 
 

@@ -54,11 +54,10 @@ class Limiter:
         max_concurrency: int,
         requests_per_minute: int | None = None,
         tokens_per_minute: int | None = None,
-        max_request_tokens: int = 4096,
     ) -> None:
         self._sem = asyncio.Semaphore(max_concurrency)
         self._rpm = TokenBucket(requests_per_minute) if requests_per_minute else None
-        # max_request_tokens is no longer needed: a request above the bucket borrows (see take).
+        # A request above one second's worth of tokens borrows from the future (see take).
         self._tpm = TokenBucket(tokens_per_minute) if tokens_per_minute else None
         self._pause_until = 0.0
         self.backoffs = 0
