@@ -225,6 +225,21 @@ def digest_cmd(*args: object, phases: Path | None = None) -> list[str]:
     return [PYTHON, "-m", "bench.common", "phases", str(phases), *map(str, args)]
 
 
+def run_offline_fresh(
+    inputs: Path, cache: Path, out: Path, *, phases: Path | None = None, core: int | None = None
+) -> ChildResult:
+    """`digest run --provider offline` in a child process, from an empty cache and run folder."""
+    import shutil
+
+    shutil.rmtree(cache, ignore_errors=True)
+    shutil.rmtree(out, ignore_errors=True)
+    argv = digest_cmd(
+        "run", inputs, "--provider", "offline", "--cache-dir", cache, "--out", out, "--no-progress",
+        phases=phases,
+    )  # fmt: skip
+    return run_child(argv, core=core)
+
+
 def first_core() -> int:
     """The lowest CPU this process may run on (for pinning a child to one core)."""
     return min(os.sched_getaffinity(0))

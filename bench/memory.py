@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import time
 
 from bench.common import (
     bench_dir,
-    digest_cmd,
     machine_note,
     md_table,
     phase_rows,
-    run_child,
+    run_offline_fresh,
     write_jsonl,
 )
 
@@ -38,22 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     for n in args.sizes:
         inputs = write_jsonl(work / f"abstracts-{n}.jsonl", n)
         cache, out, phases_path = work / f"cache-{n}", work / f"run-{n}", work / f"phases-{n}.json"
-        shutil.rmtree(cache, ignore_errors=True)
-        shutil.rmtree(out, ignore_errors=True)
-        r = run_child(
-            digest_cmd(
-                "run",
-                inputs,
-                "--provider",
-                "offline",
-                "--cache-dir",
-                cache,
-                "--out",
-                out,
-                "--no-progress",
-                phases=phases_path,
-            )
-        )
+        r = run_offline_fresh(inputs, cache, out, phases=phases_path)
         if r.returncode != 0:
             print(r.stdout, r.stderr)
             return 1

@@ -15,17 +15,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import time
 from collections import defaultdict
 
 from bench.common import (
     bench_dir,
-    digest_cmd,
     first_core,
     machine_note,
     md_table,
-    run_child,
+    run_offline_fresh,
     synthetic_rows,
     write_jsonl,
 )
@@ -106,22 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     work = bench_dir("offline_speed")
     inputs = write_jsonl(work / f"abstracts-{args.e2e}.jsonl", args.e2e)
     cache, out = work / "cache", work / "run"
-    shutil.rmtree(cache, ignore_errors=True)
-    shutil.rmtree(out, ignore_errors=True)
-    r = run_child(
-        digest_cmd(
-            "run",
-            inputs,
-            "--provider",
-            "offline",
-            "--cache-dir",
-            cache,
-            "--out",
-            out,
-            "--no-progress",
-        ),
-        core=core,
-    )
+    r = run_offline_fresh(inputs, cache, out, core=core)
     if r.returncode != 0:
         print(r.stdout, r.stderr)
         return 1
