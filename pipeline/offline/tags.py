@@ -26,7 +26,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property
 from itertools import compress
 from operator import or_
 from typing import NamedTuple
@@ -101,13 +101,26 @@ def _norm_abbrev(token: str) -> str:
     return token
 
 
-@lru_cache(maxsize=1 << 16)
-def _forms(token: str) -> tuple[str, str, str]:
+def _token_forms(token: str) -> tuple[str, str, str]:
     """(abbreviation-aware form, case-insensitive form, lowercase) of one token."""
     token = token.strip("_")
     low = token.lower()
     ci = _stem(low)
     return (_norm_abbrev(token) if _is_abbrev(token) else ci), ci, low
+
+
+class _FormsCache(dict[str, tuple[str, str, str]]):
+    """Token -> `_token_forms(token)`, filled on demand; a plain dict lookup on a hit."""
+
+    def __missing__(self, token: str) -> tuple[str, str, str]:
+        if len(self) >= _FORMS_CACHE_SIZE:
+            self.clear()
+        forms = self[token] = _token_forms(token)
+        return forms
+
+
+_FORMS_CACHE_SIZE = 1 << 16
+_forms = _FormsCache().__getitem__
 
 
 def _phrase_variants(phrase: str) -> list[tuple[bool, tuple[str, ...]]]:
@@ -167,6 +180,16 @@ class Matcher:
         """Tag id -> position in the taxonomy file (the last tie-breaker)."""
         return {tag_id: k for k, tag_id in enumerate(self.taxonomy.tags)}
 
+    @cached_property
+    def _heads(self) -> tuple[set[str], set[str], set[tuple[str, ...]], set[tuple[str, ...]]]:
+        """One-token keys and first two tokens of longer keys (case-sensitive, insensitive)."""
+        return (
+            {key[0] for key in self.cs_index if len(key) == 1},
+            {key[0] for key in self.ci_index if len(key) == 1},
+            {key[:2] for key in self.cs_index if len(key) > 1},
+            {key[:2] for key in self.ci_index if len(key) > 1},
+        )
+
     def scan(
         self, cs: tuple[str, ...], ci: tuple[str, ...], aliases: dict[str, str]
     ) -> list[Mention]:
@@ -177,11 +200,19 @@ class Matcher:
         )
         if aliases:
             starts = map(or_, starts, map(aliases.__contains__, cs))
-        covered = 0
-        for i in compress(range(len(cs)), starts):
+        cs_one, ci_one, cs_two, ci_two = self._heads
+        size, covered = len(cs), 0
+        for i in compress(range(size), starts):
             if i < covered:
                 continue
-            hit = self._longest(cs, ci, i)
+            hit = None
+            j = i + 1  # most starts begin no phrase: check the first two tokens before searching
+            if (
+                cs[i] in cs_one
+                or ci[i] in ci_one
+                or (j < size and ((cs[i], cs[j]) in cs_two or (ci[i], ci[j]) in ci_two))
+            ):
+                hit = self._longest(cs, ci, i)
             if hit is None and cs[i] in aliases:
                 hit = (aliases[cs[i]], 1)
             if hit is not None:
@@ -473,7 +504,11 @@ def _cue_hits(lower: tuple[str, ...]) -> Counter[int]:
             if window:
                 if not rest[0].isdisjoint(lower[i + 1 : i + 1 + window]):
                     hits[k] += 1
-            elif j + len(rest) <= n and all(lower[j + q] in s for q, s in enumerate(rest)):
+            elif not rest or (
+                j + len(rest) <= n
+                and lower[j] in rest[0]
+                and all(lower[j + q] in s for q, s in enumerate(rest[1:], 1))
+            ):
                 hits[k] += 1
     return hits
 
@@ -558,9 +593,27 @@ _NAME_SUFFIX = re.compile(
 _GENERIC_ACRONYMS = _wordset("AI ML DL NN NNs DNN DNNs ANN SOTA API GPU GPUs CPU TPU")
 
 
+def _is_word_char(char: str) -> bool:
+    """What the regex class `\\w` matches (for one character, or False for none)."""
+    return char.isalnum() or char == "_"
+
+
 def _uses(text: str, word: str) -> int:
-    """Occurrences of `word` in `text` as a whole token."""
-    return len(re.findall(rf"(?<![\w\-]){re.escape(word)}(?!\w)", text))
+    """Occurrences of `word` in `text` as a whole token (not after a hyphen).
+
+    Same count as `re.findall(rf"(?<![\\w\\-]){re.escape(word)}(?!\\w)", text)` without
+    compiling a pattern per acronym.
+    """
+    count, size = 0, len(word)
+    at = text.find(word)
+    while at >= 0:
+        before = text[at - 1] if at else ""
+        if before == "-" or _is_word_char(before) or _is_word_char(text[at + size : at + size + 1]):
+            at = text.find(word, at + 1)
+        else:
+            count += 1
+            at = text.find(word, at + size)
+    return count
 
 
 def _definition_keywords(analysis: _Analysis, matcher: Matcher) -> dict[str, tuple[float, int]]:
@@ -659,19 +712,16 @@ def _free_ngrams(
     """Counts of repeated pairs and triples, skipping those glued into a compound word."""
     # "negative pre" inside "negative pre-activations" is not a phrase of its own.
     glued = [*map(_JOINERS.__contains__, gaps), False, False]
-    firsts = {k[0] for k in repeated}
+    # is_repeated[i]: the pair of tokens i and i+1 is repeated (for i < len(low) - 1)
+    is_repeated = [*map(repeated.__contains__, zip(low, gaps, low[1:], strict=False)), False]
     out: Counter[tuple[str, ...]] = Counter()
-    for i in compress(range(len(low) - 1), map(firsts.__contains__, low)):
-        pair = (low[i], gaps[i], low[i + 1])
-        if (i and glued[i - 1]) or pair not in repeated:
+    for i in compress(range(len(low) - 1), is_repeated):
+        if i and glued[i - 1]:
             continue
+        pair = (low[i], gaps[i], low[i + 1])
         if not glued[i + 1]:
             out[pair] += 1
-        if (
-            i + 2 < len(low)
-            and (low[i + 1], gaps[i + 1], low[i + 2]) in repeated
-            and not glued[i + 2]
-        ):
+        if is_repeated[i + 1] and not glued[i + 2]:
             out[(*pair, gaps[i + 1], low[i + 2])] += 1
     return out
 
@@ -690,9 +740,38 @@ def _phrase_keywords(analysis: _Analysis, matcher: Matcher) -> Iterator[str]:
 
 def _original_case(text: str, phrase: str) -> str:
     """`phrase` as first written in `text` (its words were found in the lowercased text)."""
+    if text.isascii():
+        found = _find_words(text, phrase.split())
+        return " ".join(found.split()) if found is not None else phrase
     pattern = r"\W+".join(re.escape(w) for w in phrase.split())
-    found = re.search(pattern, text, re.IGNORECASE)
-    return " ".join(found.group().split()) if found else phrase
+    match = re.search(pattern, text, re.IGNORECASE)
+    return " ".join(match.group().split()) if match else phrase
+
+
+_NON_WORD = re.compile(r"\W+")
+
+
+def _find_words(text: str, words: list[str]) -> str | None:
+    """First `w1<non-word chars>w2...` in ASCII `text`, case-insensitively (lowercase `words`).
+
+    The match `re.search(r"\\W+".join(map(re.escape, words)), text, re.IGNORECASE)` finds,
+    without compiling a pattern per phrase: every word starts with a letter, so each gap is
+    the whole run of non-word characters before the next word.
+    """
+    lower = text.lower()  # ASCII: same length and offsets as `text`
+    first, rest = words[0], words[1:]
+    start = lower.find(first)
+    while start >= 0:
+        end = start + len(first)
+        for word in rest:
+            gap = _NON_WORD.match(lower, end)
+            if gap is None or not lower.startswith(word, gap.end()):
+                break
+            end = gap.end() + len(word)
+        else:
+            return text[start:end]
+        start = lower.find(first, start + 1)
+    return None
 
 
 def _keywords(analysis: _Analysis, matcher: Matcher) -> list[str]:
