@@ -18,8 +18,8 @@ from pipeline.evaluation.claims_eval import load_gold, load_gold_abstracts, scor
 from pipeline.evaluation.grounding import grounding_report
 from pipeline.evaluation.rouge import PROTOCOLS, lead1, oracle_sentence, score_rouge
 from pipeline.job import load_project_taxonomy, run_job
-from pipeline.outputs import SUMMARIES
 from pipeline.text import text_hash
+from pipeline.triage import iter_records
 
 EVAL_JSON = "eval.json"
 EVAL_MD = "eval.md"
@@ -62,7 +62,7 @@ def _run_stage(settings: Settings, stage: str, rows: list[dict], out_dir: Path):
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
     run_settings = settings.model_copy(update={"stages": (stage,), "out_dir": out_dir / "run"})
     job = run_job(run_settings, [inputs])
-    records = {r["id"]: r for r in read_jsonl(job.run_dir / SUMMARIES)}
+    records = {r["id"]: r for r in iter_records(job.run_dir)}
     return job, records
 
 
@@ -131,10 +131,7 @@ def evaluate_claims(settings: Settings, gold_path: Path, out_dir: Path) -> dict:
 
 def evaluate_grounding(settings: Settings, run_dir: Path) -> dict:
     """Grounding figures for any run folder."""
-    summaries = run_dir / SUMMARIES
-    if not summaries.exists():
-        raise InputError(f"{run_dir}: no {SUMMARIES} (is this a run folder?)")
-    report = grounding_report(read_jsonl(summaries), load_project_taxonomy(settings))
+    report = grounding_report(iter_records(run_dir), load_project_taxonomy(settings))
     return {"task": "grounding", "run_dir": str(run_dir), **report}
 
 
