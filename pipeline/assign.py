@@ -27,7 +27,6 @@ When not every paper can get k reviewers:
 
 from __future__ import annotations
 
-import csv
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -41,7 +40,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pipeline.errors import ConfigError, InputError
 from pipeline.taxonomy import Taxonomy
 from pipeline.text import normalize_ws
-from pipeline.triage import Paper, csv_safe, tag_label
+from pipeline.csvfile import SafeCsvWriter
+from pipeline.rundir import Paper
+from pipeline.triage import tag_label
 
 TAG_WEIGHT = 2.0
 PRIMARY_TAG_BONUS = 1.0
@@ -289,7 +290,7 @@ def write_assignments_csv(result: AssignmentResult, path: Path, taxonomy: Taxono
     """Write one row per (paper, reviewer) pair, with the affinity and what matched; returns path."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8", newline="") as fh:
-        writer = csv.writer(fh)
+        writer = SafeCsvWriter(fh)
         writer.writerow(CSV_FIELDS)
         for p, r, m in sorted(result.pairs, key=lambda x: (x[0], -x[2].affinity, x[1])):
             paper, reviewer = result.papers[p], result.reviewers[r]
@@ -302,7 +303,7 @@ def write_assignments_csv(result: AssignmentResult, path: Path, taxonomy: Taxono
                 [tag_label(taxonomy, t) for t in m.tags],
                 list(m.keywords),
             ]
-            writer.writerow([csv_safe(v) for v in row])
+            writer.writerow(row)
     return path
 
 

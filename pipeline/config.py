@@ -11,10 +11,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from pipeline.errors import ConfigError
+from pipeline.prompts import PACKAGE_PROMPTS_DIR
+from pipeline.stages import stage_names
 
-STAGES = ("tldr", "tags", "claims")
 DEFAULT_CONFIG_FILE = Path("config.yaml")
-PACKAGE_PROMPTS_DIR = Path(__file__).resolve().parents[1] / "prompts"
 
 # Environment variables read (secrets only from here, never from files or flags).
 ENV_API_KEY = "OPENAI_API_KEY"
@@ -42,7 +42,7 @@ class Settings(BaseModel):
     tokens_per_minute: int | None = Field(default=None, ge=1)
     max_retries: int = Field(default=6, ge=0, description="transport retries per request")
     max_reasks: int = Field(default=2, ge=0, description="content re-asks per stage")
-    stages: tuple[str, ...] = STAGES
+    stages: tuple[str, ...] = Field(default_factory=stage_names)
     prompts_dir: Path = PACKAGE_PROMPTS_DIR
     cache_dir: Path = Path("outputs/cache")
     out_dir: Path | None = None
@@ -53,14 +53,17 @@ class Settings(BaseModel):
     @field_validator("stages", mode="before")
     @classmethod
     def _known_stages(cls, value: Any) -> tuple[str, ...]:
+        known = stage_names()
         if isinstance(value, str):
             value = [s.strip() for s in value.split(",") if s.strip()]
-        unknown = [s for s in value if s not in STAGES]
+        if not isinstance(value, list | tuple) or not all(isinstance(s, str) for s in value):
+            raise ValueError(f"a list of stage names (from {', '.join(known)})")
+        unknown = [s for s in value if s not in known]
         if unknown:
-            raise ValueError(f"unknown stage(s) {unknown}; choose from {', '.join(STAGES)}")
+            raise ValueError(f"unknown stage(s) {unknown}; choose from {', '.join(known)}")
         if not value:
             raise ValueError("at least one stage is required")
-        return tuple(s for s in STAGES if s in value)
+        return tuple(s for s in known if s in value)
 
     @property
     def resolved_provider(self) -> Literal["openai", "offline"]:

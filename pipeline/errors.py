@@ -1,4 +1,47 @@
-"""Typed error tree; the CLI is the only place that turns these into messages and exit codes."""
+"""Typed error tree and failure kinds; the CLI is the only place that turns errors into exits."""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+# Why one (abstract, stage) failed: the `kind` of every errors.jsonl record and stage error.
+FailureKind = Literal[
+    "empty",
+    "invalid_json",
+    "schema",
+    "ungrounded",
+    "truncated",
+    "refusal",
+    "rate_limit",
+    "server_error",
+    "http_408",
+    "http_409",
+    "timeout",
+    "connection",
+    "context_length",
+    "backend",
+]
+
+# One line per kind: what happened and whether it was retried (README's table is tested
+# against this, so the two cannot drift).
+FAILURE_KINDS: dict[FailureKind, str] = {
+    "empty": "the answer had no content (empty string, no choices); re-asked",
+    "invalid_json": "the answer is not valid JSON; re-asked with the parse error",
+    "schema": "the JSON does not fit the stage's schema; re-asked with the validation error",
+    "ungrounded": "the answer states what the abstract does not (evidence not in the "
+    "abstract, a number it lacks, a tag outside the taxonomy); re-asked",
+    "truncated": "the answer was cut off at max_tokens (finish_reason=length); re-asked",
+    "refusal": "the model refused to answer; re-asked",
+    "rate_limit": "429 after every transport retry",
+    "server_error": "5xx after every transport retry",
+    "http_408": "408 Request Timeout after every transport retry",
+    "http_409": "409 Conflict after every transport retry",
+    "timeout": "the request timed out after every transport retry",
+    "connection": "the connection failed or dropped after every transport retry",
+    "context_length": "the endpoint said the abstract is too long for the model (400); not retried",
+    "backend": "any other backend failure for this request; not retried",
+}
+assert set(FAILURE_KINDS) == set(get_args(FailureKind))
 
 
 class PipelineError(Exception):
@@ -22,18 +65,22 @@ class InputError(PipelineError):
 class OutputValidationError(PipelineError):
     """A stage output that fails its schema or grounding checks; `kind` names the failure."""
 
-    def __init__(self, message: str, *, kind: str = "schema", raw: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, kind: FailureKind = "schema", raw: str | None = None
+    ) -> None:
         super().__init__(message)
-        self.kind = kind
+        self.kind: FailureKind = kind
         self.raw = raw
 
 
 class BackendError(PipelineError):
     """A backend call that failed for a reason other than the content of its answer."""
 
-    def __init__(self, message: str, *, kind: str = "backend", raw: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, kind: FailureKind = "backend", raw: str | None = None
+    ) -> None:
         super().__init__(message)
-        self.kind = kind
+        self.kind: FailureKind = kind
         self.raw = raw
 
 

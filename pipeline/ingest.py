@@ -35,13 +35,6 @@ class Source:
     position: int
     paper_id: str | None = None
 
-    def to_dict(self) -> dict:
-        """JSON form; `paper_id` only when the input file carried one."""
-        out: dict = {"file": self.file, "position": self.position}
-        if self.paper_id is not None:
-            out["paper_id"] = self.paper_id
-        return out
-
 
 @dataclass(slots=True)
 class Abstract:
@@ -111,6 +104,7 @@ class IngestResult:
     abstracts: list[Abstract] | AbstractStream
     n_inputs: int
     skipped: list[str]
+    inputs: list[str] = field(default_factory=list)
 
 
 class _Entry:
@@ -269,6 +263,7 @@ def read_inputs(paths: Iterable[Path], *, stream: bool = False) -> IngestResult:
     Every input error is raised here. With `stream=True` the texts are not kept: `abstracts`
     is an `AbstractStream` that reads them from the files again as it is iterated.
     """
+    paths = list(paths)
     by_id: dict[str, _Entry] = {}
     scanned_files: list[_ScannedFile] = []
     n_inputs = 0
@@ -291,7 +286,9 @@ def read_inputs(paths: Iterable[Path], *, stream: bool = False) -> IngestResult:
                     entry.title = title
         scanned_files.append(scanned)
     abstracts = AbstractStream(scanned_files, len(by_id))
-    return IngestResult(abstracts if stream else list(abstracts), n_inputs, skipped)
+    return IngestResult(
+        abstracts if stream else list(abstracts), n_inputs, skipped, [str(p) for p in paths]
+    )
 
 
 _Row = tuple[int, str, str | None, str | None, int]  # position, id, title, paper_id, fingerprint

@@ -1,30 +1,51 @@
-"""One `digest run`: settings + input paths -> run folder (summaries, errors, CSV, manifest)."""
+"""One run: ingested abstracts through every configured stage into a run folder.
+
+The flow is one-way: the CLI ingests, `run_job` runs the stages and writes the run folder
+(and feeds every record to the sinks the caller gives, e.g. the HTML report), the CLI
+reports. The manifest is written when the run starts (status "running") and again when it
+ends, whatever the ending, so a folder always says whether it is complete.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from pipeline import __version__
-from pipeline.backends import make_backend
+from pipeline.backends import Backend, make_backend
 from pipeline.cache import Cache
 from pipeline.config import Settings
+from pipeline.engine.progress import NoProgress, Progress
+from pipeline.engine.schedule import run_in_order
+from pipeline.engine.stage_runner import StageRunner
+from pipeline.engine.stats import RunStats
 from pipeline.errors import FatalBackendError, InputError, RunInterrupted
-from pipeline.ingest import IngestResult, read_inputs
+from pipeline.ingest import Abstract, IngestResult
 from pipeline.limits import Limiter
-from pipeline.outputs import RunWriter
 from pipeline.prompts import content_hash
-from pipeline.runner import Runner, RunStats
+from pipeline.rundir import Manifest, RunWriter, SummaryRecord
+from pipeline.rundir.models import Counts, RunStatus, TaxonomyRef, Tokens
 from pipeline.schemas import SCHEMA_VERSION
-from pipeline.stages import build_stages
+from pipeline.stages import Stage, build_stages
 from pipeline.taxonomy import Taxonomy, load_taxonomy
 
 log = logging.getLogger(__name__)
+
+
+class RecordSink(Protocol):
+    """Something that consumes every summary record of a run as it is written."""
+
+    def add(self, record: SummaryRecord) -> None:
+        """One record, in input order."""
+
+    def finish(self, manifest: Manifest) -> None:
+        """The run ended; the manifest says how."""
 
 
 @dataclass
@@ -32,7 +53,7 @@ class JobResult:
     """Where a run wrote its files and what happened."""
 
     run_dir: Path
-    manifest: dict[str, Any]
+    manifest: Manifest
     stats: RunStats
 
 
@@ -54,111 +75,151 @@ def load_project_taxonomy(settings: Settings) -> Taxonomy:
     return load_taxonomy(settings.prompts_dir / "taxonomy.yaml")
 
 
-def run_job(settings: Settings, paths: list[Path], *, run_dir: Path | None = None) -> JobResult:
-    """Ingest, run every stage through the backend, and write the run folder."""
+@dataclass
+class _Run:
+    """What one run holds while it goes: its parts and its counts."""
+
+    settings: Settings
+    ingest: IngestResult
+    taxonomy: Taxonomy
+    stages: dict[str, Stage]
+    writer: RunWriter
+    cache: Cache
+    stats: RunStats
+    sinks: Sequence[RecordSink]
+    progress: Progress
+    started: float
+    backend: Backend | None = None
+    limiter: Limiter | None = None
+
+    def emit(self, record: SummaryRecord) -> None:
+        self.writer.write_record(record)
+        self.stats.records += 1
+        if record.failed:
+            self.stats.records_failed += 1
+        for sink in self.sinks:
+            sink.add(record)
+        self.progress.record_done()
+
+    def manifest(self, status: RunStatus) -> Manifest:
+        stats = self.stats
+        backend = self.backend
+        return Manifest(
+            version=__version__,
+            status=status,
+            fatal_error=stats.fatal,
+            started_at=datetime.fromtimestamp(self.started, UTC).isoformat(),
+            elapsed_s=round(time.time() - self.started, 3),
+            inputs=list(self.ingest.inputs),
+            config=self.settings.public_dict(),
+            backend=backend.name if backend else self.settings.resolved_provider,
+            model=backend.model if backend else self.settings.model,
+            counts=Counts(
+                inputs=self.ingest.n_inputs,
+                unique=len(self.ingest.abstracts),
+                duplicates=self.ingest.n_inputs - len(self.ingest.abstracts),
+                skipped_inputs=len(self.ingest.skipped),
+                records_written=stats.records,
+                records_with_failures=stats.records_failed,
+                stages={name: s.counts() for name, s in stats.stages.items()},
+            ),
+            tokens=Tokens(input=stats.tokens_in, output=stats.tokens_out),
+            transport_retries=getattr(backend, "transport_retries", 0),
+            rate_limit_pauses=self.limiter.backoffs if self.limiter else 0,
+            skipped_inputs=self.ingest.skipped[:100],
+            schema_version=SCHEMA_VERSION,
+            prompts={name: stage.prompt_hash for name, stage in self.stages.items()},
+            taxonomy=TaxonomyRef(
+                version=self.taxonomy.version,
+                hash=content_hash(self.taxonomy.model_dump(mode="json")),
+            ),
+            cache_dir=str(self.cache.dir),
+        )
+
+
+def run_job(
+    settings: Settings,
+    ingest: IngestResult,
+    run_dir: Path,
+    *,
+    progress: Progress | None = None,
+    sinks: Sequence[RecordSink] = (),
+) -> JobResult:
+    """Run every configured stage over the ingested abstracts and write the run folder."""
     started = time.time()
-    ingest = read_inputs(paths, stream=True)
     taxonomy = load_project_taxonomy(settings)
     stages = build_stages(settings.stages, settings.prompts_dir, taxonomy)
-    run_dir = run_dir or new_run_dir(settings)
     writer = RunWriter(run_dir)
-    cache = Cache(settings.cache_dir, settings.stages)
-    runner: Runner | None = None
-    status = "ok"
+    run = _Run(
+        settings=settings,
+        ingest=ingest,
+        taxonomy=taxonomy,
+        stages=stages,
+        writer=writer,
+        cache=Cache(settings.cache_dir, tuple(stages)),
+        stats=RunStats.for_stages(tuple(stages)),
+        sinks=sinks,
+        progress=progress or NoProgress(),
+        started=started,
+    )
+    writer.write_manifest(run.manifest("running"))
+    status: RunStatus = "fatal"
     try:
-        runner = asyncio.run(_run(settings, taxonomy, stages, cache, writer, ingest))
-        status = "ok" if runner.stats.failed_stages == 0 else "failed"
-    except _Stopped as stopped:
-        runner = stopped.runner
-        status = "interrupted" if isinstance(stopped.cause, RunInterrupted) else "fatal"
-        raise stopped.cause from None
+        asyncio.run(_run(run))
+        status = "ok" if run.stats.failed_stages == 0 else "failed"
+    except RunInterrupted:
+        status = "interrupted"
+        raise
+    except (FatalBackendError, InputError) as exc:
+        run.stats.fatal = str(exc)
+        raise
     finally:
-        if runner is not None:
-            manifest = _manifest(
-                settings, paths, ingest, taxonomy, stages, runner, status, started, cache
-            )
-            writer.write_manifest(manifest)
+        run.progress.close()
+        manifest = run.manifest(status)
+        writer.write_manifest(manifest)
         writer.close()
-        cache.close()
-    _write_report(run_dir, taxonomy)
-    return JobResult(run_dir, manifest, runner.stats)
+        run.cache.close()
+        for sink in sinks:
+            sink.finish(manifest)
+    return JobResult(run_dir, manifest, run.stats)
 
 
-class _Stopped(Exception):
-    def __init__(self, runner: Runner, cause: Exception) -> None:
-        self.runner = runner
-        self.cause = cause
-
-
-async def _run(settings, taxonomy, stages, cache, writer, ingest: IngestResult) -> Runner:
-    limiter = Limiter(
+async def _run(run: _Run) -> None:
+    settings = run.settings
+    run.limiter = Limiter(
         max_concurrency=settings.max_concurrency,
         requests_per_minute=settings.requests_per_minute,
         tokens_per_minute=settings.tokens_per_minute,
     )
-    backend = make_backend(settings, limiter, taxonomy)
-    runner = Runner(settings=settings, stages=stages, backend=backend, cache=cache, writer=writer)
+    run.backend = make_backend(settings, run.limiter, run.taxonomy)
+    runner = StageRunner(
+        stages=run.stages,
+        backend=run.backend,
+        cache=run.cache,
+        stats=run.stats,
+        progress=run.progress,
+        on_error=run.writer.write_error,
+        params=settings.generation_params,
+        json_object=settings.response_format == "json_object",
+        max_reasks=settings.max_reasks,
+        max_tokens=settings.max_tokens,
+        force=settings.force,
+    )
+
+    async def work(abstract: Abstract) -> SummaryRecord:
+        results = await asyncio.gather(
+            *(runner.run_stage(stage, abstract) for stage in run.stages.values())
+        )
+        return runner.record(abstract, dict(zip(run.stages, results, strict=True)))
+
+    run.progress.start(len(run.ingest.abstracts), tuple(run.stages))
     try:
-        await runner.run(ingest.abstracts, total=len(ingest.abstracts))
-    except (FatalBackendError, RunInterrupted) as exc:
-        raise _Stopped(runner, exc) from exc
-    except InputError as exc:  # an input file changed while its texts were being streamed
-        runner.stats.fatal = str(exc)
-        raise _Stopped(runner, exc) from exc
+        await run_in_order(
+            run.ingest.abstracts,
+            work=work,
+            ready=runner.cached_record,
+            emit=run.emit,
+            window_size=max(256, 8 * settings.max_concurrency),
+        )
     finally:
-        await backend.aclose()
-    return runner
-
-
-def _write_report(run_dir: Path, taxonomy: Taxonomy) -> None:
-    from pipeline.report import write_html_report  # imported late: only the run's end needs it
-
-    write_html_report(run_dir, taxonomy)
-
-
-def _manifest(
-    settings, paths, ingest, taxonomy, stages, runner: Runner, status, started, cache
-) -> dict[str, Any]:
-    stats = runner.stats
-    per_stage = {
-        name: {
-            "ok": s.ok,
-            "failed": s.failed,
-            "cache_hits": s.cache_hits,
-            "backend_calls": s.calls,
-            "tokens_in": s.tokens_in,
-            "tokens_out": s.tokens_out,
-            "failure_kinds": dict(s.failure_kinds),
-        }
-        for name, s in stats.stages.items()
-    }
-    return {
-        "tool": "abstract-digest",
-        "version": __version__,
-        "status": status,
-        "fatal_error": stats.fatal,
-        "started_at": datetime.fromtimestamp(started, UTC).isoformat(),
-        "elapsed_s": round(time.time() - started, 3),
-        "inputs": [str(p) for p in paths],
-        "config": settings.public_dict(),
-        "backend": runner.backend.name,
-        "model": runner.backend.model,
-        "counts": {
-            "inputs": ingest.n_inputs,
-            "unique": len(ingest.abstracts),
-            "duplicates": ingest.n_inputs - len(ingest.abstracts),
-            "skipped_inputs": len(ingest.skipped),
-            "records_written": stats.records,
-            "records_with_failures": stats.records_failed,
-            "stages": per_stage,
-        },
-        "tokens": {
-            "in": sum(s.tokens_in for s in stats.stages.values()),
-            "out": sum(s.tokens_out for s in stats.stages.values()),
-        },
-        "skipped_inputs": ingest.skipped[:100],
-        "schema_version": SCHEMA_VERSION,
-        "prompts": {name: stage.prompt_hash for name, stage in stages.items()},
-        "taxonomy": {"version": taxonomy.version, "hash": content_hash(taxonomy.model_dump())},
-        "cache_dir": str(cache.dir),
-    }
+        await run.backend.aclose()

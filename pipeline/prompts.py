@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pipeline.errors import ConfigError
+
+# prompts/ at the top of the repo is the user-editable source; the wheel ships it as the
+# package `pipeline.prompt_files` (an editable install maps that name to prompts/ itself).
+PACKAGE_PROMPTS_DIR = Path(str(files("pipeline.prompt_files")))
 
 
 def content_hash(data: Any) -> str:

@@ -9,24 +9,25 @@ from pathlib import Path
 
 import pipeline.offline
 from pipeline.backends import Completion
-from pipeline.offline import answer
 from pipeline.stages import Stage
 from pipeline.taxonomy import Taxonomy
 
 
 @cache
 def heuristics_version() -> str:
-    """Content hash of the extractor code: it enters the model name, so the cache key and the
-    provenance change whenever the heuristics do (a stale cached output is never served)."""
+    """Content hash of the extractor code and model files: it enters the model name, so the
+    cache key and the provenance change whenever the heuristics do (a stale cached output is
+    never served)."""
     digest = hashlib.sha256()
-    for path in sorted(Path(pipeline.offline.__file__).parent.glob("*.py")):
+    root = Path(pipeline.offline.__file__).parent
+    for path in sorted(p for p in root.iterdir() if p.is_file() and p.suffix in {".py", ".json"}):
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:8]
 
 
 class OfflineBackend:
-    """Answers every stage with `pipeline.offline` heuristics; re-asking would change nothing."""
+    """Answers every stage with its `offline` hook; re-asking would change nothing."""
 
     name = "offline"
     can_reask = False
@@ -37,7 +38,7 @@ class OfflineBackend:
 
     async def complete(self, stage: Stage, abstract: str, messages: list[dict]) -> Completion:
         """Run the stage's heuristic on the abstract and serialize it like a model answer."""
-        data = answer(stage.name, abstract, self.taxonomy)
+        data = stage.spec.offline(abstract, self.taxonomy)
         return Completion(content=json.dumps(data, ensure_ascii=False))
 
     async def aclose(self) -> None:

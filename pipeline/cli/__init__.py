@@ -19,7 +19,7 @@ from pipeline.errors import PipelineError
 from pipeline.logs import setup_logging
 
 # Each module registers its subcommands on `main` when imported.
-COMMAND_MODULES = ["run", "evaluate", "report"]
+COMMAND_MODULES = ["run", "evaluate", "report", "triage", "assign"]
 
 
 class _Group(click.Group):

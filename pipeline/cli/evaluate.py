@@ -39,7 +39,7 @@ def eval_tldr(
     """ROUGE-1/2/L of the tldr stage on SciTLDR-format JSONL, with lead-1 and oracle."""
     settings = settings_from_flags(config_path, no_progress, flags)
     click.echo(describe_backend(settings), err=True)
-    from pipeline.evaluate import evaluate_tldr
+    from pipeline.evaluation.tasks import evaluate_tldr
 
     out = _eval_dir(out, "tldr")
     result = evaluate_tldr(settings, path, out, limit=limit)
@@ -58,7 +58,7 @@ def eval_claims(gold: Path, out: Path | None, config_path, no_progress, **flags)
     """Precision/recall/F1 of the claims stage against GOLD (see tests/data/claims_gold.jsonl)."""
     settings = settings_from_flags(config_path, no_progress, flags)
     click.echo(describe_backend(settings), err=True)
-    from pipeline.evaluate import evaluate_claims
+    from pipeline.evaluation.tasks import evaluate_claims
 
     out = _eval_dir(out, "claims")
     _finish(evaluate_claims(settings, gold, out), out)
@@ -74,14 +74,14 @@ def eval_claims(gold: Path, out: Path | None, config_path, no_progress, **flags)
 )
 def eval_grounding(run_dir: Path, config_path: Path | None) -> None:
     """Grounding figures of a run folder: evidence verbatim, TL;DR numbers, tags in taxonomy."""
-    from pipeline.evaluate import evaluate_grounding
+    from pipeline.evaluation.tasks import evaluate_grounding
 
     settings = settings_from_flags(config_path, True, {})
     _finish(evaluate_grounding(settings, run_dir), run_dir)
 
 
 def _finish(result: dict, out: Path) -> None:
-    from pipeline.evaluate import markdown, write_result
+    from pipeline.evaluation.tasks import markdown, write_result
 
     json_path, _ = write_result(result, out)
     click.echo(markdown(result))

@@ -1,4 +1,4 @@
-"""`digest run`: the main job."""
+"""`digest run`: ingest, run the stages, write the report, summarize."""
 
 from __future__ import annotations
 
@@ -8,14 +8,16 @@ import click
 
 from pipeline.cli import main
 from pipeline.cli.options import describe_backend, run_options, settings_from_flags
+from pipeline.cli.progress import BarProgress
 from pipeline.errors import RunInterrupted
-from pipeline.job import run_job
-from pipeline.outputs import ERRORS, SUMMARIES
+from pipeline.ingest import read_inputs
+from pipeline.job import load_project_taxonomy, new_run_dir, run_job
+from pipeline.rundir import ERRORS, SUMMARIES
 
 
 @main.command("run")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--stages", help="Comma-separated subset of tldr,tags,claims.")
+@click.option("--stages", help="Comma-separated subset of the stages (default: all).")
 @click.option(
     "--out",
     "out_dir",
@@ -33,28 +35,39 @@ def run_command(
     failed (all files still written), 2 for bad input/config, 3 when the endpoint refuses
     the run, 130 when interrupted (rerun the same command to resume from the cache).
     """
+    from pipeline.report import HtmlReportSink
+
     settings = settings_from_flags(config_path, no_progress, flags)
     click.echo(describe_backend(settings), err=True)
+    ingest = read_inputs(list(paths), stream=True)
+    run_dir = new_run_dir(settings)
+    report = HtmlReportSink(
+        run_dir / "report.html",
+        load_project_taxonomy(settings),
+        title=f"Digest of {run_dir.resolve().name}",
+    )
     try:
-        result = run_job(settings, list(paths))
+        result = run_job(
+            settings,
+            ingest,
+            run_dir,
+            progress=BarProgress(enabled=settings.progress),
+            sinks=[report],
+        )
     except RunInterrupted as exc:
         raise RunInterrupted(
             f"{exc}; finished work is cached in {settings.cache_dir} — "
             "rerun the same command to resume"
         ) from None
-    counts = result.manifest["counts"]
+    counts = result.manifest.counts
     click.echo(
-        f"{counts['unique']} abstracts ({counts['inputs']} inputs, {counts['duplicates']} duplicates) "
-        f"in {result.manifest['elapsed_s']:.1f}s"
+        f"{counts.unique} abstracts ({counts.inputs} inputs, {counts.duplicates} duplicates) "
+        f"in {result.manifest.elapsed_s:.1f}s"
     )
-    for name, s in counts["stages"].items():
-        click.echo(
-            f"  {name:<7} ok {s['ok']:>6}  failed {s['failed']:>5}  cached {s['cache_hits']:>6}"
-        )
+    for name, s in counts.stages.items():
+        click.echo(f"  {name:<7} ok {s.ok:>6}  failed {s.failed:>5}  cached {s.cache_hits:>6}")
     click.echo(f"results: {result.run_dir / SUMMARIES}")
-    report = result.run_dir / "report.html"
-    if report.exists():
-        click.echo(f"report:  {report}")
+    click.echo(f"report:  {report.path}")
     failed = result.stats.failed_stages
     if failed:
         click.echo(

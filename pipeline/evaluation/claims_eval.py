@@ -35,11 +35,13 @@ that were matched and recall the gold claims of that kind that were matched.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 
 import networkx as nx
+
+from pipeline.errors import InputError
+from pipeline.jsonl import iter_jsonl
 
 from pipeline.text import canonical_number, find_span, numbers_in, text_hash
 
@@ -48,9 +50,22 @@ Span = tuple[int, int]
 
 
 def read_gold(path: Path) -> list[dict]:
-    """Raw gold records in file order (blank lines skipped)."""
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
+    """Raw gold records in file order; a row of the wrong shape is an InputError (file:line)."""
+    records = []
+    for lineno, row in iter_jsonl(Path(path)):
+        claims = row.get("claims") if isinstance(row, dict) else None
+        if (
+            not isinstance(row, dict)
+            or not isinstance(row.get("abstract"), str)
+            or not isinstance(claims, list)
+            or not all(isinstance(c, dict) for c in claims)
+        ):
+            raise InputError(
+                f"{path}:{lineno}: expected an object with an 'abstract' string and a "
+                "'claims' list of objects"
+            )
+        records.append(row)
+    return records
 
 
 def _record_problems(record: dict) -> list[str]:
@@ -92,7 +107,7 @@ def load_gold(path: Path) -> dict[str, list[dict]]:
     records = read_gold(path)
     problems = gold_problems(records)
     if problems:
-        raise ValueError(f"invalid gold file {path}: " + "; ".join(problems))
+        raise InputError(f"invalid gold file {path}: " + "; ".join(problems[:10]))
     return {
         r["id"]: [{**c, "span": find_span(r["abstract"], c["evidence"])} for c in r["claims"]]
         for r in records

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from pipeline.rundir import SummaryRecord
+from pipeline.stages import stage_names
 from pipeline.taxonomy import Taxonomy
 from pipeline.text import canonical_number, find_span, numbers_in
-
-STAGES = ("tldr", "tags", "claims")
 
 
 def share(part: int, whole: int) -> float | None:
@@ -29,17 +29,10 @@ def share(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
 
-def stage_status(record: Mapping, stage: str) -> str:
-    """A stage's status ("ok", "failed", ...) or "missing" when the record lacks the stage."""
-    entry = (record.get("stages") or {}).get(stage) or {}
-    return str(entry.get("status") or "missing")
-
-
-def stage_output(record: Mapping, stage: str) -> Mapping | None:
-    """The output of a stage that ended "ok", else None."""
-    if stage_status(record, stage) != "ok":
-        return None
-    return record["stages"][stage].get("output") or None
+def stage_status(record: SummaryRecord, stage: str) -> str:
+    """A stage's status ("ok", "failed") or "missing" when the record lacks the stage."""
+    result = record.stages.get(stage)
+    return result.status if result is not None else "missing"
 
 
 def _claim_counts(abstract: str, claims: Iterable[Mapping]) -> dict[str, int]:
@@ -72,25 +65,26 @@ def _add(total: dict[str, int], part: Mapping[str, int]) -> None:
         total[key] = total.get(key, 0) + int(value)
 
 
-def grounding_report(summaries: Iterable[Mapping], taxonomy: Taxonomy) -> dict:
+def grounding_report(summaries: Iterable[SummaryRecord], taxonomy: Taxonomy) -> dict:
     """Counts and shares of grounded claims, TL;DR numbers and taxonomy tags over a run."""
     claims = {"claims": 0, "evidence_grounded": 0, "with_value": 0, "value_in_evidence": 0}
     tldr = {"tldrs": 0, "numbers": 0, "numbers_in_abstract": 0}
     tags = {"tags": 0, "outside_taxonomy": 0}
     unknown: set[str] = set()
-    stages = {s: {"ok": 0, "failed": 0} for s in STAGES}
+    names = stage_names()
+    stages: dict[str, dict[str, int]] = {s: {"ok": 0, "failed": 0} for s in names}
     records = 0
     for record in summaries:
         records += 1
-        abstract = record.get("abstract") or ""
-        for stage in STAGES:
+        abstract = record.abstract
+        for stage in names:
             status = stage_status(record, stage)
             stages[stage][status] = stages[stage].get(status, 0) + 1
-        if out := stage_output(record, "claims"):
+        if out := record.output("claims"):
             _add(claims, _claim_counts(abstract, out.get("claims") or []))
-        if (out := stage_output(record, "tldr")) and out.get("tldr"):
+        if (out := record.output("tldr")) and out.get("tldr"):
             _add(tldr, {"tldrs": 1, **_tldr_counts(abstract, out["tldr"])})
-        if out := stage_output(record, "tags"):
+        if out := record.output("tags"):
             n_tags, outside = _tag_counts(out.get("tags") or [], taxonomy)
             _add(tags, {"tags": n_tags, "outside_taxonomy": len(outside)})
             unknown.update(outside)

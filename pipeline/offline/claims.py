@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.schemas import MAX_CLAIMS
+from pipeline.stages.claims import MAX_CLAIMS
 from pipeline.text import NUMBER_RE, display_text, split_sentences
 
 # Abstracts are ~2 kB; anything far beyond that is not an abstract, so only its head is read.

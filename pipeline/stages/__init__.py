@@ -1,120 +1,87 @@
-"""Stages: each pairs a prompt template with an output schema and its grounding validators."""
+"""The stage registry: every module in pipeline/stages/ that exports `STAGE` is a stage.
+
+Adding a stage is one module here (schema, prompt fields, offline hook, CSV projection; see
+`StageSpec`) plus one prompt file, prompts/<name>.yaml. Every stage list in the package
+(settings, run folder, CSV columns, triage, evaluation) comes from `specs()`.
+"""
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
-from functools import cached_property
+import importlib
+import pkgutil
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
-from pipeline.errors import OutputValidationError
-from pipeline.prompts import PromptTemplate, content_hash, load_template
-from pipeline.schemas import SCHEMA_VERSION, GroundingError, llm_json_schema
+from pipeline.errors import ConfigError
+from pipeline.prompts import load_template
+from pipeline.stages.base import Stage, StageSpec
 from pipeline.taxonomy import Taxonomy
 
+__all__ = ["Stage", "StageSpec", "build_stages", "get_spec", "register", "specs", "stage_names"]
 
-@dataclass(frozen=True)
-class Stage:
-    """One LLM job over an abstract: template in, validated schema-shaped dict out."""
-
-    name: str
-    schema: type[BaseModel]
-    template: PromptTemplate
-    taxonomy: Taxonomy
-    system_fields: dict[str, str] = field(default_factory=dict)
-
-    @cached_property
-    def json_schema(self) -> dict[str, Any]:
-        """Strict JSON schema sent to models that support structured outputs."""
-        tag_ids = self.taxonomy.ids if self.name == "tags" else None
-        return llm_json_schema(self.schema, tag_ids=tag_ids)
-
-    @cached_property
-    def prompt_hash(self) -> str:
-        """Hash of everything that shapes the request: template, system fields, schema."""
-        return content_hash(
-            {
-                "template": self.template.model_dump(),
-                "fields": self.system_fields,
-                "schema": self.json_schema,
-                "schema_version": SCHEMA_VERSION,
-            }
-        )
-
-    def messages(self, abstract: str, *, json_object_mode: bool = False) -> list[dict[str, str]]:
-        """Chat messages for one abstract; json_object mode spells the schema out in the prompt."""
-        msgs = self.template.render(abstract, **self.system_fields)
-        if json_object_mode:
-            schema = json.dumps(self.json_schema, separators=(",", ":"))
-            msgs[0]["content"] += (
-                f"\n\nReturn only a JSON object matching this JSON schema (name: {self.name}):\n"
-                f"{schema}"
-            )
-        return msgs
-
-    def parse(self, raw: str | None, abstract: str) -> dict[str, Any]:
-        """Validate a raw model answer against the schema and the abstract; raise on failure."""
-        if raw is None or not raw.strip():
-            raise OutputValidationError("empty answer", kind="empty", raw=raw)
-        try:
-            data = json.loads(_strip_fences(raw))
-        except json.JSONDecodeError as exc:
-            raise OutputValidationError(
-                f"answer is not valid JSON ({exc.msg} at char {exc.pos})",
-                kind="invalid_json",
-                raw=raw,
-            ) from exc
-        if not isinstance(data, dict):
-            raise OutputValidationError("answer must be a JSON object", kind="schema", raw=raw)
-        try:
-            model = self.schema.model_validate(
-                data, context={"abstract": abstract, "taxonomy": self.taxonomy}
-            )
-        except ValidationError as exc:
-            raise OutputValidationError(_describe(exc), kind=_kind(exc), raw=raw) from exc
-        return model.model_dump(mode="json")
+_REGISTRY: dict[str, StageSpec] = {}
+_discovered = False
 
 
-def _strip_fences(raw: str) -> str:
-    text = raw.strip()
-    if text.startswith("```"):
-        text = text.split("\n", 1)[1] if "\n" in text else ""
-        text = text.rsplit("```", 1)[0]
-    return text
+def _discover() -> None:
+    global _discovered
+    if _discovered:
+        return
+    _discovered = True
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name == "base":
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        spec = getattr(module, "STAGE", None)
+        if isinstance(spec, StageSpec):
+            register(spec)
 
 
-def _kind(exc: ValidationError) -> str:
-    for err in exc.errors():
-        if isinstance((err.get("ctx") or {}).get("error"), GroundingError):
-            return "ungrounded"
-    return "schema"
+def register(spec: StageSpec) -> StageSpec:
+    """Add a stage (the modules of this package register themselves; tests and plugins call it)."""
+    known = _REGISTRY.get(spec.name)
+    if known is not None and known is not spec:
+        raise ValueError(f"a stage named {spec.name!r} is already registered")
+    _REGISTRY[spec.name] = spec
+    return spec
 
 
-def _describe(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors()[:5]:
-        loc = ".".join(str(p) for p in err["loc"]) or "answer"
-        msg = err["msg"].removeprefix("Value error, ")
-        parts.append(f"{loc}: {msg}")
-    return "; ".join(parts)
+def unregister(name: str) -> None:
+    """Remove a registered stage (tests)."""
+    _REGISTRY.pop(name, None)
+
+
+def specs() -> tuple[StageSpec, ...]:
+    """Every registered stage, in pipeline order."""
+    _discover()
+    return tuple(sorted(_REGISTRY.values(), key=lambda s: (s.order, s.name)))
+
+
+def stage_names() -> tuple[str, ...]:
+    """Names of every registered stage, in pipeline order."""
+    return tuple(s.name for s in specs())
+
+
+def get_spec(name: str) -> StageSpec:
+    """The registered stage called `name`; a ConfigError names the known ones otherwise."""
+    _discover()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ConfigError(
+            f"unknown stage {name!r}; choose from {', '.join(stage_names())}"
+        ) from None
 
 
 def build_stages(names: tuple[str, ...], prompts_dir: Path, taxonomy: Taxonomy) -> dict[str, Stage]:
-    """The configured stages, in pipeline order, with templates loaded from prompts_dir."""
-    from pipeline.stages import claims, tags, tldr
-
-    modules = {"tldr": tldr, "tags": tags, "claims": claims}
+    """The named stages, in pipeline order, bound to prompts_dir/<name>.yaml and the taxonomy."""
+    wanted = set(names)
     out: dict[str, Stage] = {}
-    for name in names:
-        module = modules[name]
-        out[name] = Stage(
-            name=name,
-            schema=module.SCHEMA,
-            template=load_template(prompts_dir, name),
-            taxonomy=taxonomy,
-            system_fields=module.system_fields(taxonomy),
-        )
+    for spec in specs():
+        if spec.name in wanted:
+            out[spec.name] = Stage(
+                spec=spec,
+                template=load_template(prompts_dir, spec.name),
+                taxonomy=taxonomy,
+                fields=spec.prompt_fields(taxonomy, prompts_dir),
+            )
     return out

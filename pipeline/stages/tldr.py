@@ -1,11 +1,65 @@
 """Stage `tldr`: one grounded sentence with the paper's contribution."""
 
-from pipeline.schemas import TldrOutput
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from pipeline.schemas import GroundingError, context_abstract
+from pipeline.stages.base import StageSpec
 from pipeline.taxonomy import Taxonomy
+from pipeline.text import normalize_ws, numbers_in, split_sentences
 
-SCHEMA = TldrOutput
+TLDR_MAX_WORDS = 35
 
 
-def system_fields(taxonomy: Taxonomy) -> dict[str, str]:
-    """No fields beyond the abstract."""
-    return {}
+class TldrOutput(BaseModel):
+    """One sentence stating the paper's contribution."""
+
+    model_config = ConfigDict(extra="forbid")
+    tldr: str = Field(description="One sentence (<= 35 words) stating the paper's contribution.")
+
+    @field_validator("tldr")
+    @classmethod
+    def _one_grounded_sentence(cls, value: str, info: ValidationInfo) -> str:
+        value = normalize_ws(value)
+        if not value:
+            raise ValueError("tldr is empty")
+        words = value.split()
+        if len(words) > TLDR_MAX_WORDS:
+            raise ValueError(f"tldr has {len(words)} words; at most {TLDR_MAX_WORDS} allowed")
+        if len(split_sentences(value)) != 1:
+            raise ValueError("tldr must be exactly one sentence")
+        abstract = context_abstract(info)
+        if abstract is not None:
+            known = set(numbers_in(abstract))
+            foreign = [n for n in numbers_in(value) if n not in known]
+            if foreign:
+                raise GroundingError(
+                    f"tldr contains numbers not in the abstract: {', '.join(foreign)}"
+                )
+        return value
+
+
+def offline(abstract: str, taxonomy: Taxonomy) -> dict[str, Any]:
+    """The built-in extractor's TL;DR."""
+    from pipeline.offline.tldr import extract_tldr
+
+    return {"tldr": extract_tldr(abstract)}
+
+
+def csv(output: Mapping[str, Any] | None) -> dict[str, Any]:
+    """summaries.csv: the sentence."""
+    return {"tldr": (output or {}).get("tldr", "")}
+
+
+STAGE = StageSpec(
+    name="tldr",
+    order=10,
+    schema=TldrOutput,
+    offline=offline,
+    csv_columns=("tldr",),
+    csv=csv,
+)

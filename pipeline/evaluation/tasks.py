@@ -1,14 +1,14 @@
-"""`digest eval`: TL;DR quality on SciTLDR, claim extraction against a gold set, run grounding.
+"""`digest eval` tasks: TL;DR quality on SciTLDR, claim extraction against a gold set, run
+grounding.
 
 Each evaluation runs the real stage through the configured backend (cache applies) by
-writing its inputs as a JSONL file and calling the same job as `digest run`, so what is
+writing its inputs as a JSONL file and running the same job as `digest run`, so what is
 measured is what users get.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,34 +17,32 @@ from pipeline.errors import InputError
 from pipeline.evaluation.claims_eval import load_gold, load_gold_abstracts, score_claims
 from pipeline.evaluation.grounding import grounding_report
 from pipeline.evaluation.rouge import PROTOCOLS, lead1, oracle_sentence, score_rouge
-from pipeline.job import load_project_taxonomy, run_job
+from pipeline.ingest import read_inputs
+from pipeline.job import JobResult, load_project_taxonomy, run_job
+from pipeline.jsonl import iter_jsonl
+from pipeline.rundir import RunReader, SummaryRecord
 from pipeline.text import text_hash
-from pipeline.triage import iter_records
 
 EVAL_JSON = "eval.json"
 EVAL_MD = "eval.md"
 
 
-def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Records of a JSONL file; a bad line is an InputError naming the file and line."""
-    try:
-        with path.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if line.strip():
-                    try:
-                        yield json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        raise InputError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
-
-
 def read_scitldr(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
     """SciTLDR papers: `source` sentences, `target` reference TL;DRs, `paper_id`."""
     papers = []
-    for row in read_jsonl(path):
-        if not isinstance(row.get("source"), list) or not row.get("target"):
-            raise InputError(f"{path}: expected SciTLDR rows with 'source' and 'target' lists")
+    for lineno, row in iter_jsonl(path):
+        if (
+            not isinstance(row, dict)
+            or not isinstance(row.get("source"), list)
+            or not all(isinstance(s, str) for s in row["source"])
+            or not isinstance(row.get("target"), list)
+            or not row["target"]
+            or not all(isinstance(t, str) for t in row["target"])
+        ):
+            raise InputError(
+                f"{path}:{lineno}: expected a SciTLDR row with 'source' and 'target' lists "
+                "of strings"
+            )
         papers.append(row)
         if limit and len(papers) >= limit:
             break
@@ -53,24 +51,23 @@ def read_scitldr(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
     return papers
 
 
-def _run_stage(settings: Settings, stage: str, rows: list[dict], out_dir: Path):
+def _run_stage(
+    settings: Settings, stage: str, rows: list[dict], out_dir: Path
+) -> tuple[JobResult, dict[str, SummaryRecord]]:
     """Run one stage over rows ({id, abstract}) via the normal job; return (job, records by id)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     inputs = out_dir / "inputs.jsonl"
     with inputs.open("w", encoding="utf-8") as fh:
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    run_settings = settings.model_copy(update={"stages": (stage,), "out_dir": out_dir / "run"})
-    job = run_job(run_settings, [inputs])
-    records = {r["id"]: r for r in iter_records(job.run_dir)}
+    run_settings = settings.model_copy(update={"stages": (stage,)})
+    job = run_job(run_settings, read_inputs([inputs], stream=True), out_dir / "run")
+    records = {r.id: r for r in RunReader(job.run_dir).records()}
     return job, records
 
 
-def _stage_output(record: dict | None, stage: str) -> dict | None:
-    if record is None:
-        return None
-    result = record["stages"].get(stage) or {}
-    return result.get("output") if result.get("status") == "ok" else None
+def _stage_output(record: SummaryRecord | None, stage: str) -> dict | None:
+    return record.output(stage) if record is not None else None
 
 
 def evaluate_tldr(
@@ -88,7 +85,7 @@ def evaluate_tldr(
         predictions.append(output["tldr"] if output else "")  # a failure scores 0, not skipped
     systems = {
         "lead-1": score_rouge([lead1(p["source"]) for p in papers], references),
-        f"{job.manifest['backend']} ({job.manifest['model']})": score_rouge(
+        f"{job.manifest.backend} ({job.manifest.model})": score_rouge(
             predictions, references
         ),
         "oracle (1 sentence)": score_rouge(
@@ -102,7 +99,7 @@ def evaluate_tldr(
         "failed": failed,
         "systems": systems,
         "run_dir": str(job.run_dir),
-        "elapsed_s": job.manifest["elapsed_s"],
+        "elapsed_s": job.manifest.elapsed_s,
     }
 
 
@@ -120,7 +117,7 @@ def evaluate_claims(settings: Settings, gold_path: Path, out_dir: Path) -> dict:
     return {
         "task": "claims",
         "data": str(gold_path),
-        "system": f"{job.manifest['backend']} ({job.manifest['model']})",
+        "system": f"{job.manifest.backend} ({job.manifest.model})",
         "abstracts": len(gold),
         "scores": {k: v for k, v in scores.items() if k != "abstracts"},
         "per_abstract": scores["abstracts"],
@@ -131,8 +128,10 @@ def evaluate_claims(settings: Settings, gold_path: Path, out_dir: Path) -> dict:
 
 def evaluate_grounding(settings: Settings, run_dir: Path) -> dict:
     """Grounding figures for any run folder."""
-    report = grounding_report(iter_records(run_dir), load_project_taxonomy(settings))
-    return {"task": "grounding", "run_dir": str(run_dir), **report}
+    reader = RunReader(run_dir)
+    reader.warn_if_incomplete()
+    report = grounding_report(reader.records(), load_project_taxonomy(settings))
+    return {"task": "grounding", "run_dir": str(run_dir), "incomplete": reader.incomplete, **report}
 
 
 def _pct(value: float | None) -> str:

@@ -1,0 +1,97 @@
+"""`digest triage`: the papers of a run folder that match filters, as a table, JSONL or CSV."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import click
+
+from pipeline.cli import main
+from pipeline.cli.views import RUN_DIR, TAXONOMY, open_run, run_taxonomy
+from pipeline.triage import SORT_KEYS
+
+
+@main.command("triage")
+@RUN_DIR
+@click.option("--tag", "tags", multiple=True, help="Tag id, label or synonym; repeat for several.")
+@click.option(
+    "--any",
+    "match_any",
+    is_flag=True,
+    help="With several --tag: any of them (OR) instead of all (AND).",
+)
+@click.option(
+    "--has-results", is_flag=True, help="Only papers claiming at least one quantitative result."
+)
+@click.option("--failed", is_flag=True, help="Only papers with a failed stage.")
+@click.option(
+    "--metric", help="A claim's metric contains this text (case-insensitive), e.g. AUROC."
+)
+@click.option(
+    "--dataset", help="A claim's dataset contains this text (case-insensitive), e.g. ImageNet."
+)
+@click.option(
+    "--grep",
+    help='Every word occurs in the title, abstract, TL;DR, tags, keywords or claims; '
+    '"quoted words" must occur as a phrase.',
+)
+@click.option(
+    "--sort",
+    type=click.Choice(SORT_KEYS),
+    default="claims",
+    show_default=True,
+    help="claims: most first, then by title; title/id/tag: alphabetical.",
+)
+@click.option("--reverse", is_flag=True, help="Reverse the sort order.")
+@click.option("--limit", type=click.IntRange(min=1), help="At most this many papers.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "jsonl", "csv"]),
+    default="table",
+    show_default=True,
+)
+@TAXONOMY
+def triage_command(
+    run_dir: Path,
+    tags: tuple[str, ...],
+    match_any: bool,
+    has_results: bool,
+    failed: bool,
+    metric: str | None,
+    dataset: str | None,
+    grep: str | None,
+    sort: str,
+    reverse: bool,
+    limit: int | None,
+    fmt: str,
+    taxonomy_path: Path | None,
+) -> None:
+    """List the papers of RUN_DIR that match every filter (a table, JSONL or CSV on stdout)."""
+    from pipeline import triage
+
+    reader = open_run(run_dir)
+    taxonomy = run_taxonomy(taxonomy_path, reader)
+    query = triage.Query(
+        tags=triage.resolve_tags(tags, taxonomy),
+        match_any=match_any,
+        has_results=has_results,
+        failed=failed,
+        metric=metric,
+        dataset=dataset,
+        grep=grep,
+    )
+    papers = triage.select(
+        reader.papers(), query, sort=sort, reverse=reverse, taxonomy=taxonomy, limit=limit
+    )
+    if fmt == "jsonl":
+        for line in triage.format_jsonl(papers, taxonomy):
+            click.echo(line)
+    elif fmt == "csv":
+        for chunk in triage.format_csv(papers, taxonomy):
+            click.echo(chunk, nl=False)
+    else:
+        width = shutil.get_terminal_size((120, 24)).columns
+        click.echo(triage.format_table(papers, taxonomy, width=width))
+        click.echo(f"{len(papers)} paper(s)", err=True)

@@ -1,0 +1,112 @@
+"""JSON Lines in and out (the jsonlines package): one reader with one error behaviour.
+
+Lines are split on ``\\n`` only (the file is read as bytes), so a raw U+2028, U+0085 or CR
+inside a JSON string is data, not a line break. A bad line is an `InputError` naming the
+file and line, never a traceback; with ``torn_tail_ok`` a bad *last* line (a writer killed
+mid-line) is skipped with a warning instead.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import jsonlines
+from pydantic import ValidationError
+
+from pipeline.errors import InputError
+
+log = logging.getLogger(__name__)
+
+
+def _json_value(line: str) -> Any:
+    return json.loads(line)
+
+
+def iter_jsonl(
+    path: Path,
+    *,
+    loads: Callable[[str], Any] = _json_value,
+    torn_tail_ok: bool = False,
+) -> Iterator[tuple[int, Any]]:
+    """(line number, decoded line) for each non-blank line of `path`.
+
+    `loads` decodes one line and raises ValueError (pydantic's ValidationError is one) when
+    the line is bad; the first line of that error's message goes into the InputError.
+    """
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below; bytes, so only \n splits lines
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    lineno = 0
+
+    def numbered() -> Iterator[bytes]:
+        nonlocal lineno
+        for line in fh:
+            lineno += 1
+            yield line
+
+    pending: InputError | None = None
+    with fh, jsonlines.Reader(numbered(), loads=loads) as reader:
+        while True:
+            try:
+                value = reader.read(skip_empty=True, allow_none=True)
+            except EOFError:
+                break
+            except OSError as exc:
+                raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+            except (jsonlines.InvalidLineError, RecursionError) as exc:
+                if pending is not None:
+                    raise pending from None
+                pending = InputError(f"{path}:{lineno}: {_describe(exc)}")
+                if not torn_tail_ok:
+                    raise pending from exc
+                continue
+            if pending is not None:
+                raise pending
+            yield lineno, value
+    if pending is not None:
+        log.warning("%s", f"{pending}; skipped it as a torn last line")
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "invalid JSON (nested too deeply)"
+    cause = exc.__cause__ or exc
+    if isinstance(cause, UnicodeDecodeError):
+        return "not valid UTF-8"
+    if isinstance(cause, RecursionError):
+        return "invalid JSON (nested too deeply)"
+    if isinstance(cause, ValidationError):
+        err = cause.errors()[0]
+        if err["type"] == "json_invalid":
+            return f"invalid JSON ({err['ctx'].get('error', err['msg'])})"[:300]
+        where = ".".join(str(p) for p in err["loc"]) or "line"
+        return f"unexpected record shape at {where}: {err['msg']}"[:300]
+    first = str(cause).strip().splitlines()
+    return "invalid line: " + (first[0] if first else type(cause).__name__)[:300]
+
+
+class JsonlWriter:
+    """Appends one JSON value (or a pydantic model) per line, flushed after each line."""
+
+    def __init__(self, fh: IO[str]) -> None:
+        self._writer = jsonlines.Writer(fh, dumps=_dumps, flush=True)
+
+    def write(self, value: Any) -> None:
+        """Write one line."""
+        self._writer.write(value)
+
+    def close(self) -> None:
+        """Close the writer (and the file it owns)."""
+        self._writer.close()
+
+
+def _dumps(value: Any) -> str:
+    dump = getattr(value, "model_dump_json", None)
+    if dump is not None:
+        return dump()
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

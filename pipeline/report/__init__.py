@@ -1,0 +1,12 @@
+"""Views of a run folder for chairs: the self-contained report.html and a Markdown digest."""
+
+from pipeline.report.html import HtmlReportSink, render_html, write_html_report
+from pipeline.report.markdown import render_markdown, write_markdown_report
+
+__all__ = [
+    "HtmlReportSink",
+    "render_html",
+    "render_markdown",
+    "write_html_report",
+    "write_markdown_report",
+]

@@ -1,0 +1,317 @@
+// report.html's only script. It renders `ReportData` (pipeline/report/protocol.py) and
+// filters it; it never computes a search text or a sort order of its own: those come from
+// Python (triage.search_text, triage.sort_key), so the page agrees with `digest triage`.
+// The DOM is built with textContent only, never innerHTML.
+(function () {
+  "use strict";
+  var D = JSON.parse(document.getElementById("digest-data").textContent);
+  var P = D.papers, TAGS = D.tags, PAGE = 50, FACET_TOP = 8, OPEN = {};
+  var FACETS = D.facets.map(function (f) { return f[0]; });
+  var SORTS = Object.keys(D.order);
+  var DEFAULT_SORT = SORTS.indexOf("claims") >= 0 ? "claims" : SORTS[0];
+  var S = { tags: [], any: false, q: "", quant: false, failed: false, metric: "", dataset: "",
+    sort: DEFAULT_SORT, dir: "asc", page: 1 };
+  var $ = function (id) { return document.getElementById(id); };
+
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  function label(t) { return TAGS[t] ? TAGS[t][0] : t; }
+  function facetNo(t) { var i = TAGS[t] ? FACETS.indexOf(TAGS[t][1]) : -1; return i < 0 ? 7 : i % 8; }
+  function norm(s) { return String(s || "").trim().split(/\s+/).filter(Boolean).join(" ").toLowerCase(); }
+
+  // rank[key][paper index] = position of the paper in the ascending order of `key`
+  var RANK = {};
+  SORTS.forEach(function (key) {
+    var r = new Array(P.length);
+    D.order[key].forEach(function (paperIndex, pos) { r[paperIndex] = pos; });
+    RANK[key] = r;
+  });
+  P.forEach(function (p, i) { p.i = i; p.bad = Object.keys(p.failed).length > 0; });
+  var total = {};
+  P.forEach(function (p) { p.tags.forEach(function (t) { total[t] = (total[t] || 0) + 1; }); });
+
+  // ---- URL state (hash, so it works from file://)
+  function readHash() {
+    var q = new URLSearchParams(location.hash.replace(/^#/, ""));
+    S.tags = q.getAll("tag").filter(function (t, i, a) { return a.indexOf(t) === i; });
+    S.any = q.get("mode") === "any";
+    S.q = q.get("q") || "";
+    S.quant = q.get("quant") === "1";
+    S.failed = q.get("failed") === "1";
+    S.metric = q.get("metric") || "";
+    S.dataset = q.get("dataset") || "";
+    S.sort = SORTS.indexOf(q.get("sort")) >= 0 ? q.get("sort") : DEFAULT_SORT;
+    S.dir = q.get("dir") === "desc" ? "desc" : "asc";
+    S.page = Math.max(1, parseInt(q.get("page"), 10) || 1);
+  }
+  var lastHash = null;
+  function writeHash() {
+    var q = new URLSearchParams();
+    S.tags.forEach(function (t) { q.append("tag", t); });
+    if (S.any) q.set("mode", "any");
+    if (S.q) q.set("q", S.q);
+    if (S.quant) q.set("quant", "1");
+    if (S.failed) q.set("failed", "1");
+    if (S.metric) q.set("metric", S.metric);
+    if (S.dataset) q.set("dataset", S.dataset);
+    if (S.sort !== DEFAULT_SORT) q.set("sort", S.sort);
+    if (S.dir !== "asc") q.set("dir", S.dir);
+    if (S.page > 1) q.set("page", String(S.page));
+    var h = q.toString();
+    lastHash = h;
+    try { history.replaceState(null, "", h ? "#" + h : location.pathname + location.search); }
+    catch (e) { location.hash = h; }
+  }
+  window.addEventListener("hashchange", function () {
+    if (location.hash.replace(/^#/, "") === lastHash) return;
+    readHash(); syncControls(); render(false);
+  });
+
+  // ---- filtering (the same rules as pipeline/triage.py: matches, search_terms)
+  function searchTerms(text) {
+    var out = [], re = /"([^"]*)"|(\S+)/g, m;
+    while ((m = re.exec(text || "")) !== null) {
+      var term = norm(m[1] !== undefined ? m[1] : m[2]);
+      if (term) out.push(term);
+    }
+    return out;
+  }
+  function anyContains(values, needle) {
+    for (var i = 0; i < values.length; i++) if (values[i].indexOf(needle) >= 0) return true;
+    return false;
+  }
+  function matches(p, terms, metric, dataset) {
+    if (S.tags.length) {
+      var hits = 0;
+      for (var i = 0; i < S.tags.length; i++) if (p.tags.indexOf(S.tags[i]) >= 0) hits++;
+      if (S.any ? hits === 0 : hits < S.tags.length) return false;
+    }
+    if (S.quant && !p.n_quantitative) return false;
+    if (S.failed && !p.bad) return false;
+    if (metric && !anyContains(p.metrics, metric)) return false;
+    if (dataset && !anyContains(p.datasets, dataset)) return false;
+    for (var j = 0; j < terms.length; j++) if (p.search.indexOf(terms[j]) < 0) return false;
+    return true;
+  }
+  function compare(a, b) {
+    var r = RANK[S.sort][a.i] - RANK[S.sort][b.i];
+    return S.dir === "desc" ? -r : r;
+  }
+  function selected() {
+    var terms = searchTerms(S.q), metric = norm(S.metric), dataset = norm(S.dataset);
+    return P.filter(function (p) { return matches(p, terms, metric, dataset); }).sort(compare);
+  }
+
+  // ---- rendering
+  function chip(t, on) {
+    var b = el("button", "chip f" + facetNo(t) + (on ? " on" : ""), label(t));
+    b.type = "button"; b.dataset.tag = t; b.title = on ? "Remove this tag filter" : "Filter by this tag";
+    return b;
+  }
+  function claimItem(c, n) {
+    var q = c.kind === "quantitative";
+    var li = el("li", "claim"); li.dataset.c = String(n);
+    li.appendChild(el("span", "kind " + (q ? "q" : "l"), c.kind));
+    li.appendChild(el("span", "stmt", c.statement));
+    var value = c.value ? c.value + (c.unit ? (/^(%|x|\u00d7)$/.test(c.unit) ? "" : " ") + c.unit : "") : null;
+    var kv = [["metric", c.metric], ["value", value], ["dataset", c.dataset], ["vs", c.comparison]];
+    var box = el("span", "kv");
+    kv.forEach(function (x) {
+      if (!x[1]) return;
+      var s = el("span", "k-" + x[0]); s.appendChild(el("i", null, x[0])); s.appendChild(document.createTextNode(" " + x[1]));
+      box.appendChild(s);
+    });
+    if (box.childNodes.length) li.appendChild(box);
+    if (c.evidence) li.appendChild(el("q", "ev", c.evidence));
+    return li;
+  }
+  function stageNote(p, st) {
+    if (p.failed[st]) {
+      var d = el("div", "failed");
+      d.appendChild(el("b", null, st + " failed"));
+      d.appendChild(el("span", "kindtag", p.failed[st].kind));
+      if (p.failed[st].message) d.appendChild(el("span", "msg", p.failed[st].message));
+      return d;
+    }
+    if (!p.status[st]) return el("div", "notrun", st + ": not run");
+    return null;
+  }
+  function card(p) {
+    var a = el("article", "card"); a.dataset.id = p.id;
+    var h = el("h2", p.title ? "title" : "title derived", p.title || p.headline || p.id);
+    if (!p.title) h.title = p.tldr ? "No title in the input: the TL;DR" : "No title in the input: first sentence of the abstract";
+    a.appendChild(h);
+    var meta = el("div", "meta");
+    meta.appendChild(el("code", null, p.id));
+    if (p.sources.length) meta.appendChild(el("span", null, p.sources.join(", ")));
+    if (p.status.claims === "ok") meta.appendChild(el("span", "nc", p.claims.length + (p.claims.length === 1 ? " claim" : " claims") + (p.n_quantitative ? " \u00b7 " + p.n_quantitative + " quantitative" : "")));
+    a.appendChild(meta);
+    if (p.tldr && p.title) { var t = el("p", "tldr"); t.appendChild(el("b", null, "TL;DR ")); t.appendChild(document.createTextNode(p.tldr)); a.appendChild(t); }
+    var chips = el("div", "chips");
+    p.tags.forEach(function (t) { chips.appendChild(chip(t, S.tags.indexOf(t) >= 0)); });
+    p.keywords.forEach(function (k) { chips.appendChild(el("span", "kw", k)); });
+    if (chips.childNodes.length) a.appendChild(chips);
+    D.stages.forEach(function (st) { var n = stageNote(p, st); if (n) a.appendChild(n); });
+    if (p.claims.length) {
+      var ol = el("ol", "claims");
+      p.claims.forEach(function (c, i) { ol.appendChild(claimItem(c, i + 1)); });
+      a.appendChild(ol);
+    }
+    var det = el("details", "abs");
+    det.appendChild(el("summary", null, "Abstract"));
+    var body = el("p");
+    p.abstract.forEach(function (s) {
+      if (s.length === 1) { body.appendChild(document.createTextNode(s[0])); return; }
+      var m = el("mark", null, s[0]); m.dataset.c = s.slice(1).join(" ");
+      m.title = s.slice(1).map(function (n) { return "claim " + n + ": " + p.claims[n - 1].statement; }).join("\n");
+      body.appendChild(m);
+      body.appendChild(el("sup", null, s.slice(1).join(",")));
+    });
+    det.appendChild(body);
+    a.appendChild(det);
+    return a;
+  }
+
+  function pager(box, pages) {
+    box.textContent = "";
+    if (pages <= 1) return;
+    var prev = el("button", "pg", "\u2039 Prev"); prev.type = "button"; prev.dataset.page = String(S.page - 1); prev.disabled = S.page <= 1;
+    var next = el("button", "pg", "Next \u203a"); next.type = "button"; next.dataset.page = String(S.page + 1); next.disabled = S.page >= pages;
+    box.appendChild(prev); box.appendChild(el("span", "pgno", "page " + S.page + " of " + pages)); box.appendChild(next);
+  }
+
+  function facets(rows) {
+    var cur = {};
+    rows.forEach(function (p) { p.tags.forEach(function (t) { cur[t] = (cur[t] || 0) + 1; }); });
+    var box = $("facets"); box.textContent = "";
+    D.facets.forEach(function (f) {
+      var ids = Object.keys(TAGS).filter(function (t) { return TAGS[t][1] === f[0] && total[t]; });
+      if (!ids.length) return;
+      ids.sort(function (a, b) {
+        return (cur[b] || 0) - (cur[a] || 0) || total[b] - total[a] || (label(a) < label(b) ? -1 : 1);
+      });
+      var sec = el("section", "facet"); sec.appendChild(el("h3", null, f[1]));
+      var open = OPEN[f[0]] || ids.length <= FACET_TOP + 2;
+      ids.forEach(function (t, i) {
+        if (!open && i >= FACET_TOP && S.tags.indexOf(t) < 0) return;
+        var lab = el("label", "ft" + (cur[t] ? "" : " zero"));
+        var cb = el("input"); cb.type = "checkbox"; cb.dataset.tag = t; cb.checked = S.tags.indexOf(t) >= 0;
+        lab.appendChild(cb); lab.appendChild(el("span", "dot f" + facetNo(t)));
+        lab.appendChild(el("span", "fl", label(t)));
+        var n = el("span", "n", cur[t] || 0); n.title = (cur[t] || 0) + " shown of " + total[t] + " in the run";
+        lab.appendChild(n);
+        sec.appendChild(lab);
+      });
+      if (ids.length > FACET_TOP + 2) {
+        var more = el("button", "more", open ? "show fewer" : "+ " + (ids.length - FACET_TOP) + " more");
+        more.type = "button"; more.dataset.facet = f[0];
+        sec.appendChild(more);
+      }
+      box.appendChild(sec);
+    });
+    return cur;
+  }
+
+  function chart(cur) {
+    var ids = Object.keys(total).sort(function (a, b) { return total[b] - total[a] || (label(a) < label(b) ? -1 : 1); }).slice(0, 12);
+    var box = $("chart"); box.textContent = "";
+    if (!ids.length) { box.hidden = true; return; }
+    box.hidden = false;
+    var max = total[ids[0]];
+    box.appendChild(el("h3", null, "Most frequent tags"));
+    ids.forEach(function (t) {
+      var row = el("button", "bar" + (S.tags.indexOf(t) >= 0 ? " on" : "")); row.type = "button"; row.dataset.tag = t;
+      row.title = (cur[t] || 0) + " of " + total[t] + " papers with this tag match the current filters";
+      row.appendChild(el("span", "bl", label(t)));
+      var track = el("span", "track");
+      var all = el("span", "all"); all.style.width = (100 * total[t] / max) + "%";
+      var now = el("span", "now f" + facetNo(t)); now.style.width = (100 * (cur[t] || 0) / max) + "%";
+      track.appendChild(all); track.appendChild(now); row.appendChild(track);
+      row.appendChild(el("span", "bn", (cur[t] || 0) === total[t] ? String(total[t]) : (cur[t] || 0) + "/" + total[t]));
+      box.appendChild(row);
+    });
+  }
+
+  function render(scroll) {
+    var rows = selected();
+    var pages = Math.max(1, Math.ceil(rows.length / PAGE));
+    if (S.page > pages) S.page = pages;
+    var cur = facets(rows);
+    chart(cur);
+    var shown = rows.slice((S.page - 1) * PAGE, S.page * PAGE);
+    $("count").textContent = rows.length === P.length
+      ? "All " + P.length + " papers"
+      : rows.length + " of " + P.length + " papers match";
+    var act = $("active"); act.textContent = "";
+    S.tags.forEach(function (t) { act.appendChild(chip(t, true)); });
+    if (S.tags.length > 1) act.appendChild(el("span", "mode", S.any ? "any of these tags" : "all of these tags"));
+    $("clear").hidden = !(S.tags.length || S.q || S.quant || S.failed || S.metric || S.dataset);
+    var list = $("papers"); list.textContent = "";
+    if (!rows.length) list.appendChild(el("p", "empty", "No paper matches these filters."));
+    shown.forEach(function (p) { list.appendChild(card(p)); });
+    pager($("pager-top"), pages); pager($("pager-bottom"), pages);
+    writeHash();
+    if (scroll) window.scrollTo(0, 0);
+  }
+
+  function syncControls() {
+    $("q").value = S.q; $("quant").checked = S.quant; $("failed").checked = S.failed;
+    $("metric").value = S.metric; $("dataset").value = S.dataset;
+    $("sort").value = S.sort; $("dir").value = S.dir; $("any").checked = S.any;
+  }
+  function toggleTag(t) {
+    var i = S.tags.indexOf(t);
+    if (i >= 0) S.tags.splice(i, 1); else S.tags.push(t);
+    S.page = 1; render(false);
+  }
+
+  // ---- summary and events
+  var nq = P.filter(function (p) { return p.n_quantitative; }).length, nb = P.filter(function (p) { return p.bad; }).length;
+  $("summary").textContent = P.length + " papers \u00b7 " + nq + " with quantitative results \u00b7 " +
+    nb + " with a failed stage \u00b7 " + (D.info ? D.info + " \u00b7 " : "") + "report generated " + D.generated;
+  if (D.incomplete) { $("incomplete").hidden = false; $("incomplete").textContent = D.incomplete; }
+
+  document.addEventListener("click", function (ev) {
+    var t = ev.target.closest ? ev.target.closest("[data-tag],[data-page],[data-facet],li.claim") : null;
+    if (!t) return;
+    if (t.dataset.facet) { OPEN[t.dataset.facet] = !OPEN[t.dataset.facet]; render(false); return; }
+    if (t.matches("input[data-tag]")) return;
+    if (t.dataset.tag) { toggleTag(t.dataset.tag); return; }
+    if (t.dataset.page) { S.page = parseInt(t.dataset.page, 10); render(true); return; }
+    if (t.matches("li.claim")) {
+      var c = t.closest(".card"), n = t.dataset.c;
+      c.querySelector("details.abs").open = true;
+      c.querySelectorAll("mark").forEach(function (m) {
+        m.classList.toggle("hot", m.dataset.c.split(" ").indexOf(n) >= 0);
+      });
+    }
+  });
+  $("facets").addEventListener("change", function (ev) { if (ev.target.dataset.tag) toggleTag(ev.target.dataset.tag); });
+  function debounced(id, key) {
+    var timer = null;
+    $(id).addEventListener("input", function () {
+      clearTimeout(timer);
+      timer = setTimeout(function () { S[key] = $(id).value.trim(); S.page = 1; render(false); }, 120);
+    });
+  }
+  debounced("q", "q"); debounced("metric", "metric"); debounced("dataset", "dataset");
+  $("quant").addEventListener("change", function () { S.quant = this.checked; S.page = 1; render(false); });
+  $("failed").addEventListener("change", function () { S.failed = this.checked; S.page = 1; render(false); });
+  $("any").addEventListener("change", function () { S.any = this.checked; S.page = 1; render(false); });
+  $("sort").addEventListener("change", function () { S.sort = this.value; S.page = 1; render(false); });
+  $("dir").addEventListener("change", function () { S.dir = this.value; S.page = 1; render(false); });
+  $("clear").addEventListener("click", function () {
+    S.tags = []; S.q = ""; S.quant = false; S.failed = false; S.metric = ""; S.dataset = ""; S.page = 1;
+    syncControls(); render(false);
+  });
+  document.addEventListener("keydown", function (ev) {
+    if (ev.key === "/" && document.activeElement !== $("q")) { ev.preventDefault(); $("q").focus(); }
+  });
+
+  readHash(); syncControls(); render(false);
+  document.body.dataset.ready = "1";
+})();

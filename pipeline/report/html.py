@@ -1,0 +1,229 @@
+"""report.html: one self-contained page (no network), written as a stream of papers.
+
+The page is assets/report.html with assets/report.css inlined and assets/report.js as its
+only script; the papers travel as one `ReportData` JSON object (protocol.py) with `<`, `>`,
+`&`, U+2028/9 written as `\\uXXXX`, so no string can close the `<script>`. The script builds
+the DOM with `textContent` only, never `innerHTML`, and a Content-Security-Policy allows
+exactly that script (by hash) and no network at all. 50 cards show at a time, so the page
+stays fast at 10k papers; filters, sort and page live in the URL hash.
+
+`HtmlReportSink` writes the page while a run goes (a record at a time, nothing read back);
+`write_html_report` feeds it a finished run folder.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import os
+import re
+from collections import Counter
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from functools import cache
+from importlib.resources import files
+from pathlib import Path
+from typing import IO, Any
+
+from pipeline.rundir import Manifest, Paper, RunReader, SummaryRecord
+from pipeline.report.protocol import SORTS, report_paper
+from pipeline.stages import stage_names
+from pipeline.taxonomy import Taxonomy
+from pipeline.triage import sort_key
+
+HTML_FILE = "report.html"
+
+_SCRIPT_ESCAPES = (
+    ("<", "\\u003c"),
+    (">", "\\u003e"),
+    ("&", "\\u0026"),
+    ("\u2028", "\\u2028"),
+    ("\u2029", "\\u2029"),
+)
+
+
+@cache
+def asset(name: str) -> str:
+    """The text of one file in pipeline/report/assets/."""
+    return files("pipeline.report").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def script_json(obj: Any) -> str:
+    """Compact JSON that is safe inside a <script> element (no `<`, `>` or `&` characters)."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    # A chain of str.replace is ~40x faster than str.translate on long texts.
+    for char, escaped in _SCRIPT_ESCAPES:
+        if char in text:
+            text = text.replace(char, escaped)
+    return text
+
+
+def _csp(script: str) -> str:
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    return (
+        "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
+        f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
+    )
+
+
+def _tag_table(taxonomy: Taxonomy | None, seen: Counter[str]) -> tuple[dict, list]:
+    tags: dict[str, list[str]] = {}
+    facets: list[list[str]] = []
+    if taxonomy is not None:
+        for facet in taxonomy.facets:
+            facets.append([facet.id, facet.label])
+            for tag in facet.tags:
+                tags[tag.id] = [tag.label, facet.id]
+    unknown = [t for t in seen if t not in tags]
+    if unknown:
+        facets.append(["other", "Other tags" if taxonomy is not None else "Tags"])
+        for t in sorted(unknown):
+            tags[t] = [t, "other"]
+    return tags, facets
+
+
+class HtmlPageWriter:
+    """Writes the page to a text stream: head, then papers one by one, then the rest."""
+
+    def __init__(self, fh: IO[str], taxonomy: Taxonomy | None, *, title: str) -> None:
+        self.fh = fh
+        self.taxonomy = taxonomy
+        self.title = title
+        self.seen: Counter[str] = Counter()
+        self.n = 0
+        self._keys: dict[str, list[tuple]] = {key: [] for key in SORTS}
+        self._key_fns = {key: sort_key(key, taxonomy) for key in SORTS}
+        head = asset("report.html").split("<!--DATA-->")[0]
+        slots = {
+            "CSP": html.escape(_csp(asset("report.js"))),
+            "TITLE": html.escape(title),
+            "STYLE": asset("report.css"),
+        }
+        fh.write(re.sub(r"\{\{(CSP|TITLE|STYLE)\}\}", lambda m: slots[m.group(1)], head))
+        fh.write('<script type="application/json" id="digest-data">{"papers":[')
+
+    def add(self, paper: Paper) -> None:
+        """One paper's card data."""
+        self.seen.update(paper.tags)
+        for key, fn in self._key_fns.items():
+            self._keys[key].append(fn(paper))
+        self.fh.write(("," if self.n else "") + script_json(report_paper(paper)))
+        self.n += 1
+
+    def finish(self, *, info: str = "", incomplete: str | None = None) -> int:
+        """Everything after the papers; returns the paper count."""
+        tags, facets = _tag_table(self.taxonomy, self.seen)
+        order = {
+            key: sorted(range(self.n), key=keys.__getitem__) for key, keys in self._keys.items()
+        }
+        meta = {
+            "title": self.title,
+            "info": info,
+            "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "incomplete": incomplete,
+            "stages": list(stage_names()),
+            "tags": tags,
+            "facets": facets,
+            "order": order,
+        }
+        self.fh.write("]," + script_json(meta)[1:] + "</script>\n")
+        self.fh.write(f"<script>{asset('report.js')}</script>")
+        self.fh.write(asset("report.html").split("<!--DATA-->")[1])
+        return self.n
+
+
+def render_html(
+    papers: Iterable[Paper], taxonomy: Taxonomy | None, *, title: str = "digest", info: str = ""
+) -> str:
+    """The report page as a string (tests, small runs)."""
+    import io
+
+    buf = io.StringIO()
+    page = HtmlPageWriter(buf, taxonomy, title=title)
+    for paper in papers:
+        page.add(paper)
+    page.finish(info=info)
+    return buf.getvalue()
+
+
+def run_info(manifest: Manifest | None) -> str:
+    """'backend model, run started ...' from the manifest, or '' when there is none."""
+    if manifest is None:
+        return ""
+    started = manifest.started_at[:16].replace("T", " ")
+    return f"{manifest.backend} {manifest.model}, run started {started} UTC"
+
+
+def incomplete_reason(manifest: Manifest | None) -> str | None:
+    """Why a run's page shows fewer papers than its inputs (None for a finished run)."""
+    if manifest is None:
+        return "this run has no manifest (it was killed before it finished)"
+    if manifest.complete:
+        return None
+    detail = f": {manifest.fatal_error}" if manifest.fatal_error else ""
+    return (
+        f"this run is incomplete ({manifest.status}{detail}); it holds "
+        f"{manifest.counts.records_written} of {manifest.counts.unique} abstracts"
+    )
+
+
+class HtmlReportSink:
+    """Writes RUN_DIR/report.html from the records of a run as they come (a RecordSink).
+
+    The page goes to a temporary file, opened at the first record, and replaces `path` only
+    when it is complete: a killed run never leaves half a page behind.
+    """
+
+    def __init__(self, path: Path, taxonomy: Taxonomy | None, *, title: str) -> None:
+        self.path = path
+        self.taxonomy = taxonomy
+        self.title = title
+        self._tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        self._fh: IO[str] | None = None
+        self._page: HtmlPageWriter | None = None
+
+    def _open(self) -> HtmlPageWriter:
+        if self._page is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = self._tmp.open("w", encoding="utf-8", newline="\n")
+            self._page = HtmlPageWriter(self._fh, self.taxonomy, title=self.title)
+        return self._page
+
+    def add(self, record: SummaryRecord) -> None:
+        """One record's paper."""
+        self._open().add(Paper.from_record(record))
+
+    def abort(self) -> None:
+        """Drop the half-written page (its temporary file)."""
+        if self._fh is not None:
+            self._fh.close()
+        self._tmp.unlink(missing_ok=True)
+
+    def finish(self, manifest: Manifest | None) -> None:
+        """Close the page and move it into place atomically."""
+        try:
+            page = self._open()
+            page.finish(info=run_info(manifest), incomplete=incomplete_reason(manifest))
+            assert self._fh is not None
+            self._fh.close()
+            os.replace(self._tmp, self.path)
+        finally:
+            self.abort()
+
+
+def write_html_report(run_dir: Path, taxonomy: Taxonomy | None, out: Path | None = None) -> Path:
+    """Write RUN_DIR/report.html (or `out`) from a finished or partial run folder."""
+    reader = RunReader(run_dir)
+    sink = HtmlReportSink(
+        out or reader.dir / HTML_FILE, taxonomy, title=f"Digest of {reader.dir.resolve().name}"
+    )
+    try:
+        for record in reader.records():
+            sink.add(record)
+    except BaseException:
+        sink.abort()
+        raise
+    sink.finish(reader.manifest)
+    return sink.path

@@ -1,0 +1,164 @@
+"""The run folder's records as pydantic models: one summary per abstract, one error per failed
+stage, and the manifest. `RunWriter` writes them and `RunReader` reads them; nothing else
+parses a run folder."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.errors import FailureKind
+
+RunStatus = Literal["running", "ok", "failed", "interrupted", "fatal"]
+# A run folder whose manifest says one of these holds every abstract of its inputs.
+COMPLETE_STATUSES = frozenset({"ok", "failed"})
+
+
+class SourceRef(BaseModel):
+    """Where an abstract appeared: file, 1-based position in it, and the file's own id if any."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    file: str
+    position: int
+    paper_id: str | None = None
+
+
+class Provenance(BaseModel):
+    """How a stage output was made: backend, model, prompt, attempts, tokens, latency."""
+
+    model_config = ConfigDict(extra="forbid")
+    backend: str
+    model: str
+    prompt_hash: str
+    schema_version: int
+    cache_key: str
+    attempts: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_ms: float = 0.0
+    cached: bool = False
+
+
+class StageError(BaseModel):
+    """Why a stage failed, as in errors.jsonl."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: FailureKind
+    message: str
+
+
+class StageResult(BaseModel):
+    """One stage of one abstract: ok with an output, or failed with an error."""
+
+    model_config = ConfigDict(extra="forbid")
+    status: Literal["ok", "failed"]
+    output: dict[str, Any] | None = None
+    error: StageError | None = None
+    provenance: Provenance
+
+
+class SummaryRecord(BaseModel):
+    """One line of summaries.jsonl: an abstract and the result of every stage the run ran."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    title: str | None = None
+    sources: list[SourceRef] = Field(default_factory=list)
+    abstract: str
+    stages: dict[str, StageResult]
+
+    def output(self, stage: str) -> dict[str, Any] | None:
+        """The output of `stage` when it ended ok, else None (failed or not run)."""
+        result = self.stages.get(stage)
+        return result.output if result is not None and result.status == "ok" else None
+
+    @property
+    def failed(self) -> bool:
+        """True when some stage of this abstract failed."""
+        return any(r.status != "ok" for r in self.stages.values())
+
+
+class ErrorRecord(BaseModel):
+    """One line of errors.jsonl: a failed (abstract, stage) with the last raw answer."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    sources: list[SourceRef] = Field(default_factory=list)
+    stage: str
+    kind: FailureKind
+    message: str
+    attempts: int
+    raw: str | None = None
+
+
+class StageCounts(BaseModel):
+    """What happened to one stage over a run."""
+
+    model_config = ConfigDict(extra="forbid")
+    ok: int = 0
+    failed: int = 0
+    cache_hits: int = 0
+    backend_calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    failure_kinds: dict[str, int] = Field(default_factory=dict)
+
+
+class Counts(BaseModel):
+    """Input and record counts; they add up (records_written == unique on a complete run)."""
+
+    model_config = ConfigDict(extra="forbid")
+    inputs: int
+    unique: int
+    duplicates: int
+    skipped_inputs: int
+    records_written: int
+    records_with_failures: int
+    stages: dict[str, StageCounts]
+
+
+class Tokens(BaseModel):
+    """Tokens summed over every attempt of every stage."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
+    input: int = Field(0, alias="in")
+    output: int = Field(0, alias="out")
+
+
+class TaxonomyRef(BaseModel):
+    """Which taxonomy a run used."""
+
+    model_config = ConfigDict(extra="forbid")
+    version: int
+    hash: str
+
+
+class Manifest(BaseModel):
+    """manifest.json: settings (no secrets), counts, tokens, versions and hashes of a run."""
+
+    model_config = ConfigDict(extra="forbid")
+    tool: str = "abstract-digest"
+    version: str
+    status: RunStatus
+    fatal_error: str | None = None
+    started_at: str
+    elapsed_s: float
+    inputs: list[str]
+    config: dict[str, Any]
+    backend: str
+    model: str
+    counts: Counts
+    tokens: Tokens
+    transport_retries: int = 0
+    rate_limit_pauses: int = 0
+    skipped_inputs: list[str] = Field(default_factory=list)
+    schema_version: int
+    prompts: dict[str, str]
+    taxonomy: TaxonomyRef
+    cache_dir: str
+
+    @property
+    def complete(self) -> bool:
+        """True when the run finished (every abstract has a record), failures or not."""
+        return self.status in COMPLETE_STATUSES
