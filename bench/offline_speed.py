@@ -31,22 +31,21 @@ from bench.common import (
 
 def in_process(n: int) -> tuple[list[tuple], float, float]:
     """Per-stage answer/validate seconds over n abstracts; (rows, total s, abstracts/s)."""
-    from pipeline.config import PACKAGE_PROMPTS_DIR, STAGES
-    from pipeline.offline import answer
-    from pipeline.stages import build_stages
+    from pipeline.prompts import PACKAGE_PROMPTS_DIR
+    from pipeline.stages import build_stages, get_spec, stage_names
     from pipeline.taxonomy import load_taxonomy
 
     taxonomy = load_taxonomy(PACKAGE_PROMPTS_DIR / "taxonomy.yaml")
-    stages = build_stages(STAGES, PACKAGE_PROMPTS_DIR, taxonomy)
+    stages = build_stages(stage_names(), PACKAGE_PROMPTS_DIR, taxonomy)
     texts = [row["abstract"] for row in synthetic_rows(n)]
     for stage in stages.values():  # warm-up: lazy imports, regex compilation
-        stage.parse(json.dumps(answer(stage.name, texts[0], taxonomy)), texts[0])
+        stage.parse(json.dumps(get_spec(stage.name).offline(texts[0], taxonomy)), texts[0])
     spent: dict[tuple[str, str], float] = defaultdict(float)
     clock = time.process_time
     for text in texts:
         for stage in stages.values():
             t0 = clock()
-            raw = json.dumps(answer(stage.name, text, taxonomy), ensure_ascii=False)
+            raw = json.dumps(get_spec(stage.name).offline(text, taxonomy), ensure_ascii=False)
             t1 = clock()
             stage.parse(raw, text)
             t2 = clock()

@@ -284,11 +284,11 @@ def fault_message(
 
 def offline_answer_fn(taxonomy_path: Path | None = None) -> AnswerFn:
     """The pipeline's offline extractor as an answer function (taxonomy loaded once)."""
-    from pipeline.offline import answer
+    from pipeline.stages import get_spec
     from pipeline.taxonomy import load_taxonomy
 
     taxonomy = load_taxonomy(taxonomy_path or REPO_ROOT / "prompts" / "taxonomy.yaml")
-    return lambda stage, abstract: answer(stage, abstract, taxonomy)
+    return lambda stage, abstract: get_spec(stage).offline(abstract, taxonomy)
 
 
 def stub_answer(stage: str, abstract: str) -> dict[str, Any]:

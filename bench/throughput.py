@@ -157,6 +157,7 @@ def run_pipeline(
 ) -> dict[str, Any]:
     """One `run_job` with a fresh cache; wall/CPU seconds and request counts."""
     from pipeline.config import Settings
+    from pipeline.ingest import read_inputs
     from pipeline.job import run_job
 
     shutil.rmtree(work, ignore_errors=True)
@@ -174,11 +175,11 @@ def run_pipeline(
         if profile is not None:
             profile.enable()
         try:
-            result = run_job(settings, [inputs])
+            result = run_job(settings, read_inputs([inputs], stream=True), work / "run")
         finally:
             if profile is not None:
                 profile.disable()
-    stages = result.manifest["counts"]["stages"].values()
+    stages = [s.model_dump() for s in result.manifest.counts.stages.values()]
     return {
         "wall": t["wall"],
         "cpu": t["cpu"],
@@ -195,12 +196,11 @@ async def _bare_sdk(
 ) -> int:
     import openai
 
-    from pipeline.schemas import STAGE_SCHEMAS
+    from pipeline.stages import specs
 
     # parse() names the json_schema after the class; the server reads the stage from that name.
     models = {
-        name: type(name, (model,), {"__module__": __name__})
-        for name, model in STAGE_SCHEMAS.items()
+        spec.name: type(spec.name, (spec.schema,), {"__module__": __name__}) for spec in specs()
     }
     client = openai.AsyncOpenAI(
         base_url=base_url,
@@ -283,10 +283,13 @@ _LABELS = {
     "pipeline/schemas.py": "pipeline validation (Stage.parse)",
     "pipeline/text.py": "pipeline validation (Stage.parse)",
     "pipeline/cache.py": "pipeline cache (keys, appends)",
-    "pipeline/outputs.py": "pipeline run folder + report",
-    "pipeline/report.py": "pipeline run folder + report",
+    "pipeline/rundir": "pipeline run folder + report",
+    "pipeline/report": "pipeline run folder + report",
+    "pipeline/jsonl.py": "pipeline run folder + report",
+    "pipeline/csvfile.py": "pipeline run folder + report",
     "pipeline/triage.py": "pipeline run folder + report",
-    "pipeline/runner.py": "pipeline runner",
+    "pipeline/engine": "pipeline runner",
+    "pipeline/job.py": "pipeline runner",
     "pipeline/limits.py": "pipeline limiter",
     "pipeline/backends": "pipeline openai backend",
     "pipeline/ingest.py": "pipeline ingest",

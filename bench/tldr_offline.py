@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from pipeline.evaluate import read_scitldr
+
 from pipeline.evaluation.rouge import PROTOCOLS, ROUGE_TYPES, lead1, oracle_sentence, score_rouge
 from pipeline.offline.tldr import extract_tldr
 

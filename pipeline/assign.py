@@ -37,11 +37,11 @@ import networkx as nx
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from pipeline.csvfile import SafeCsvWriter
 from pipeline.errors import ConfigError, InputError
+from pipeline.rundir import Paper
 from pipeline.taxonomy import Taxonomy
 from pipeline.text import normalize_ws
-from pipeline.csvfile import SafeCsvWriter
-from pipeline.rundir import Paper
 from pipeline.triage import tag_label
 
 TAG_WEIGHT = 2.0

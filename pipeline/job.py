@@ -144,8 +144,12 @@ def run_job(
     *,
     progress: Progress | None = None,
     sinks: Sequence[RecordSink] = (),
+    backend: Backend | None = None,
 ) -> JobResult:
-    """Run every configured stage over the ingested abstracts and write the run folder."""
+    """Run every configured stage over the ingested abstracts and write the run folder.
+
+    `backend` replaces the one the settings name (tests, embedding applications).
+    """
     started = time.time()
     taxonomy = load_project_taxonomy(settings)
     stages = build_stages(settings.stages, settings.prompts_dir, taxonomy)
@@ -161,6 +165,7 @@ def run_job(
         sinks=sinks,
         progress=progress or NoProgress(),
         started=started,
+        backend=backend,
     )
     writer.write_manifest(run.manifest("running"))
     status: RunStatus = "fatal"
@@ -191,7 +196,8 @@ async def _run(run: _Run) -> None:
         requests_per_minute=settings.requests_per_minute,
         tokens_per_minute=settings.tokens_per_minute,
     )
-    run.backend = make_backend(settings, run.limiter, run.taxonomy)
+    if run.backend is None:
+        run.backend = make_backend(settings, run.limiter, run.taxonomy)
     runner = StageRunner(
         stages=run.stages,
         backend=run.backend,

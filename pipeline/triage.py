@@ -115,7 +115,13 @@ def sort_key(key: str, taxonomy: Taxonomy | None = None) -> Callable[[Paper], tu
     if key == "id":
         return lambda p: (p.id,)
     if key == "claims":
-        return lambda p: (-p.n_claims, -p.n_quantitative, p.title is None, (p.title or "").lower(), p.id)
+        return lambda p: (
+            -p.n_claims,
+            -p.n_quantitative,
+            p.title is None,
+            (p.title or "").lower(),
+            p.id,
+        )
     if key == "tag":
         return lambda p: (
             not p.tags,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.errors import InputError
 from pipeline.evaluation.claims_eval import (
     gold_problems,
     load_gold,
@@ -213,5 +214,5 @@ def test_gold_problems_catches_bad_records(tmp_path):
     assert any("duplicate id" in p for p in gold_problems([record, record]))
     path = tmp_path / "bad.jsonl"
     path.write_text(json.dumps(broken) + "\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="evidence not verbatim"):
+    with pytest.raises(InputError, match="evidence not verbatim"):
         load_gold(path)

@@ -132,16 +132,16 @@ def test_bad_input_exits_2_with_one_message(tmp_path, name, content, message):
 
 
 def test_failed_records_exit_1_and_are_written(tmp_path, examples_dir, monkeypatch):
-    import pipeline.backends.offline as offline
+    import pipeline.offline.tldr as tldr
 
-    real = offline.answer
+    real = tldr.extract_tldr
 
-    def broken(stage, abstract, taxonomy):
-        if stage == "tldr" and abstract.startswith("Signed connections"):
-            return {"tldr": "This is one sentence. This is another."}
-        return real(stage, abstract, taxonomy)
+    def broken(abstract):
+        if abstract.startswith("Signed connections"):
+            return "This is one sentence. This is another."
+        return real(abstract)
 
-    monkeypatch.setattr(offline, "answer", broken)
+    monkeypatch.setattr(tldr, "extract_tldr", broken)
     result = invoke(
         "run",
         examples_dir,
@@ -177,7 +177,7 @@ def test_help_documents_every_flag():
 
 
 def test_input_edited_during_the_run_stops_it_with_a_manifest(tmp_path, monkeypatch):
-    import pipeline.job as job
+    import pipeline.cli.run as job
 
     path = tmp_path / "rows.jsonl"
     rows = [

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from runs import manifest_dict, run_paths
 from synthetic import write_abstracts
 
 from bench.openai_server import (
@@ -31,7 +32,6 @@ from pipeline.backends.openai_backend import OpenAIBackend
 from pipeline.cli import main
 from pipeline.config import load_settings
 from pipeline.errors import FatalBackendError
-from pipeline.job import run_job
 
 N_ABSTRACTS = 200
 RATE = 0.3
@@ -109,10 +109,10 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 def run(tmp_path, server, **overrides):
-    result = run_job(settings(tmp_path, server, **overrides), [corpus_path(tmp_path)])
+    result = run_paths(settings(tmp_path, server, **overrides), [corpus_path(tmp_path)])
     run_dir = result.run_dir
     return (
-        result.manifest,
+        manifest_dict(result),
         read_jsonl(run_dir / "summaries.jsonl"),
         read_jsonl(run_dir / "errors.jsonl"),
     )
@@ -179,17 +179,17 @@ def test_exhausted_transient_fault_is_an_error_record_naming_it(tmp_path, inputs
     with OpenAIServer(config, answer_fn=answer) as server:
         settings_ = settings(tmp_path, server, stages="tldr", max_retries=2, timeout_s=0.3)
         (tmp_path / "few.txt").write_text("\n\n".join(inputs[:4]) + "\n", encoding="utf-8")
-        result = run_job(settings_, [tmp_path / "few.txt"])
+        result = run_paths(settings_, [tmp_path / "few.txt"])
         stats = server.stats()
     summaries = read_jsonl(result.run_dir / "summaries.jsonl")
     errors = read_jsonl(result.run_dir / "errors.jsonl")
-    assert_counts_add_up(result.manifest, summaries, errors, 4)
+    assert_counts_add_up(manifest_dict(result), summaries, errors, 4)
     assert [e["kind"] for e in errors] == [TRANSIENT_KIND[fault]] * 4
     assert all("after 3 attempts" in e["message"] for e in errors)
     if fault in ("500", "503"):
         assert all(fault in e["message"] for e in errors)
     assert stats["requests"] == 4 * 3  # max_retries=2: three tries per call, never more
-    assert result.manifest["counts"]["stages"]["tldr"]["failure_kinds"] == {
+    assert manifest_dict(result)["counts"]["stages"]["tldr"]["failure_kinds"] == {
         TRANSIENT_KIND[fault]: 4
     }
 

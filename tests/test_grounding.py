@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from pipeline.evaluation.grounding import grounding_report
+from pipeline.rundir import SummaryRecord
 from pipeline.taxonomy import Taxonomy
+
+PROVENANCE = {
+    "backend": "test",
+    "model": "m",
+    "prompt_hash": "p",
+    "schema_version": 1,
+    "cache_key": "k",
+}
 
 TAXONOMY = Taxonomy.model_validate(
     {
@@ -37,12 +46,17 @@ def claim(evidence: str, value: str | None) -> dict:
 
 
 def ok(output: dict) -> dict:
-    return {"status": "ok", "output": output, "provenance": {"backend": "test"}}
+    return {"status": "ok", "output": output, "provenance": PROVENANCE}
 
 
-FAILED = {"status": "failed", "output": None, "error": {"kind": "content", "message": "x"}}
+FAILED = {
+    "status": "failed",
+    "output": None,
+    "error": {"kind": "schema", "message": "x"},
+    "provenance": PROVENANCE,
+}
 
-RECORD = {
+RECORD_DATA = {
     "id": "r1",
     "title": None,
     "sources": [{"file": "a.txt", "position": 1}],
@@ -69,11 +83,14 @@ RECORD = {
     },
 }
 
-FAILED_RECORD = {
-    "id": "r2",
-    "abstract": "Nothing 7 here.",
-    "stages": {"tldr": FAILED, "tags": FAILED, "claims": FAILED},
-}
+RECORD = SummaryRecord.model_validate(RECORD_DATA)
+FAILED_RECORD = SummaryRecord.model_validate(
+    {
+        "id": "r2",
+        "abstract": "Nothing 7 here.",
+        "stages": {"tldr": FAILED, "tags": FAILED, "claims": FAILED},
+    }
+)
 
 
 def test_hand_made_record_gives_exact_figures():
@@ -123,7 +140,9 @@ def test_only_failed_stages_count_nothing():
 
 
 def test_tldr_without_numbers_has_no_share():
-    record = {**RECORD, "stages": {"tldr": ok({"tldr": "Foo is a sparse probe."})}}
+    record = SummaryRecord.model_validate(
+        {**RECORD_DATA, "stages": {"tldr": ok({"tldr": "Foo is a sparse probe."})}}
+    )
     report = grounding_report([record], TAXONOMY)
     assert report["tldr"]["tldrs"] == 1
     assert report["tldr"]["numbers"] == 0

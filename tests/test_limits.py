@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from runs import run_paths
 from synthetic import write_abstracts
 
 from bench.openai_server import (
@@ -24,7 +25,6 @@ from bench.openai_server import (
     offline_answer_fn,
 )
 from pipeline.config import load_settings
-from pipeline.job import run_job
 from pipeline.stages import build_stages
 from pipeline.taxonomy import load_taxonomy
 
@@ -59,7 +59,7 @@ def run(tmp_path: Path, server: OpenAIServer, n: int, **overrides):
     }
     settings = load_settings(None, env={"OPENAI_API_KEY": FAKE_KEY}, overrides=values)
     started = time.monotonic()
-    result = run_job(settings, [path])
+    result = run_paths(settings, [path])
     elapsed = time.monotonic() - started
     summaries = [json.loads(line) for line in (result.run_dir / "summaries.jsonl").open()]
     assert len(summaries) == n and all(r["stages"]["tldr"]["status"] == "ok" for r in summaries)

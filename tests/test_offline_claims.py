@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.offline.claims import extract_claims
-from pipeline.schemas import MAX_CLAIMS, Claim, ClaimsOutput
+from pipeline.stages.claims import MAX_CLAIMS, Claim, ClaimsOutput
 from pipeline.text import canonical_number
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "iclr2026"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.offline.tags import BROAD_TAGS, match_tags, matcher_for
-from pipeline.schemas import TagsOutput
+from pipeline.stages.tags import TagsOutput
 from pipeline.taxonomy import Taxonomy, load_taxonomy
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.offline.tldr import MAX_WORDS, extract_tldr
-from pipeline.schemas import TldrOutput
+from pipeline.stages.tldr import TldrOutput
 from pipeline.text import display_text, split_sentences
 
 ROOT = Path(__file__).resolve().parents[1]

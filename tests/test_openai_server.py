@@ -25,7 +25,7 @@ from bench.openai_server import (
     parse_chat,
     request_key,
 )
-from pipeline.schemas import STAGE_SCHEMAS
+from pipeline.stages import get_spec
 from pipeline.taxonomy import Taxonomy
 
 # The servers here bind 127.0.0.1 only; everything else stays blocked.
@@ -76,7 +76,7 @@ def stub_answer(stage: str, abstract: str) -> dict:
 def validate(stage: str, content: str, abstract: str = ABSTRACT) -> None:
     """Validate like the pipeline does, grounding included; raises ValidationError."""
     context = {"abstract": abstract, "taxonomy": TAXONOMY}
-    STAGE_SCHEMAS[stage].model_validate(json.loads(content), context=context)
+    get_spec(stage).schema.model_validate(json.loads(content), context=context)
 
 
 def messages_for(stage: str, abstract: str = ABSTRACT, *, reask: bool = False) -> list[dict]:
@@ -310,7 +310,7 @@ def test_schema_fault_is_valid_json_breaking_the_schema(make_server, stage):
     data = json.loads(content)
     assert set(data) == set(stub_answer(stage, ABSTRACT))
     with pytest.raises(ValidationError):
-        STAGE_SCHEMAS[stage].model_validate(data)  # shape alone already fails
+        get_spec(stage).schema.model_validate(data)  # shape alone already fails
 
 
 @pytest.mark.parametrize("stage", STAGES)
@@ -319,7 +319,7 @@ def test_ungrounded_fault_passes_shape_but_fails_grounding(make_server, stage):
     with client_for(server) as client:
         content = ask(client, stage).choices[0].message.content
     data = json.loads(content)
-    schema = STAGE_SCHEMAS[stage]
+    schema = get_spec(stage).schema
     if stage != "tags":  # tags need the taxonomy to be checked at all
         schema.model_validate(data)  # the shape is fine without grounding context
     with pytest.raises(ValidationError) as excinfo:

@@ -1,17 +1,18 @@
 import csv
 
-from pipeline.outputs import RunWriter
+from pipeline.rundir import RunWriter, SummaryRecord
 
 
 def test_csv_is_spreadsheet_safe_and_flat(tmp_path):
     writer = RunWriter(tmp_path)
+    prov = {"backend": "b", "model": "m", "prompt_hash": "p", "schema_version": 1, "cache_key": "k"}
     record = {
         "id": "abc",
         "title": '=HYPERLINK("http://evil")',
         "sources": [{"file": "a.txt", "position": 2}, {"file": "b.txt", "position": 1}],
         "abstract": "x",
         "stages": {
-            "tldr": {"status": "ok", "output": {"tldr": "We do X, über fast."}},
+            "tldr": {"status": "ok", "output": {"tldr": "We do X, über fast."}, "provenance": prov},
             "claims": {
                 "status": "ok",
                 "output": {
@@ -38,10 +39,11 @@ def test_csv_is_spreadsheet_safe_and_flat(tmp_path):
                         },
                     ]
                 },
+                "provenance": prov,
             },
         },
     }
-    writer.write_record(record)
+    writer.write_record(SummaryRecord.model_validate(record))
     writer.close()
     with open(tmp_path / "summaries.csv", encoding="utf-8-sig", newline="") as fh:
         (row,) = list(csv.DictReader(fh))

@@ -14,18 +14,11 @@ import yaml
 from click.testing import CliRunner
 
 from pipeline.cli import main
-from pipeline.report import (
-    highlight_segments,
-    md_escape,
-    paper_json,
-    render_html,
-    render_markdown,
-    script_json,
-    write_html_report,
-    write_markdown_report,
-)
+from pipeline.report.html import render_html, script_json, write_html_report
+from pipeline.report.markdown import md_escape, render_markdown, write_markdown_report
+from pipeline.report.protocol import highlight_segments, report_paper
+from pipeline.rundir import RunReader
 from pipeline.taxonomy import Taxonomy
-from pipeline.triage import iter_papers
 
 RUN = Path(__file__).parent / "data" / "run_small"
 XSS = "506c1eae6e5ec217"
@@ -80,21 +73,21 @@ def test_highlight_on_original_offsets_then_display_normalized():
 
 
 def test_claim_without_valid_span_keeps_its_evidence_as_text():
-    (paper,) = [p for p in iter_papers(RUN) if p.id == "39954d708d621dc0"]
-    data = paper_json(paper)
-    assert all(len(c) == 7 for c in data["c"])  # every span valid: no fallback evidence
-    marked = ["".join(s[0]) for s in data["a"] if len(s) > 1]
+    (paper,) = [p for p in RunReader(RUN).papers() if p.id == "39954d708d621dc0"]
+    data = report_paper(paper)
+    assert all(c["evidence"] is None for c in data["claims"])  # every span valid: no fallback
+    marked = ["".join(str(s[0])) for s in data["abstract"] if len(s) > 1]
     assert marked == [
         "On ImageNet 256x256 it reaches an FID of 2.31",
         "improving over consistency models by 0.8 FID",
         "Sampling is 20x faster than the teacher",
     ]
     broken = paper.__class__(**{**paper.__dict__, "claims": ({**paper.claims[0], "span": [5, 2]},)})
-    assert paper_json(broken)["c"][0][7] == paper.claims[0]["evidence"]
+    assert report_paper(broken)["claims"][0]["evidence"] == paper.claims[0]["evidence"]
 
 
 def test_page_is_self_contained_and_escapes_everything():
-    page = render_html(iter_papers(RUN), TAXONOMY, title="<b>run</b>")
+    page = render_html(RunReader(RUN).papers(), TAXONOMY, title="<b>run</b>")
     # exactly two script elements: the inert JSON blob and the code; no external resources
     assert page.count("<script") == 2
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", page)
@@ -104,12 +97,12 @@ def test_page_is_self_contained_and_escapes_everything():
     data = _blob(page)
     assert len(data["papers"]) == 6
     xss = next(p for p in data["papers"] if p["id"] == XSS)
-    assert xss["t"].startswith("</script><script>window.__xss=3")  # kept as data, shown as text
-    assert xss["f"] == {
-        "claims": [
-            "ungrounded",
-            "evidence is not verbatim in the abstract: '<script>alert(1)</script>'",
-        ]
+    assert xss["title"].startswith("</script><script>window.__xss=3")  # data, shown as text
+    assert xss["failed"] == {
+        "claims": {
+            "kind": "ungrounded",
+            "message": "evidence is not verbatim in the abstract: '<script>alert(1)</script>'",
+        }
     }
     # known tags get taxonomy labels; unknown ones fall back to their id in an "other" facet
     assert data["tags"]["graph-neural-networks"] == ["Graph neural networks", "method"]
@@ -138,7 +131,7 @@ def test_write_html_report_streams_into_the_run_folder(tmp_path):
 
 
 def test_markdown_groups_by_primary_tag_and_escapes():
-    md = render_markdown(iter_papers(RUN), TAXONOMY, title="Digest")
+    md = render_markdown(RunReader(RUN).papers(), TAXONOMY, title="Digest")
     headings = re.findall(r"^## (.+)$", md, re.M)
     assert headings == [
         "Graph neural networks (2)",

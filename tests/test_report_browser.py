@@ -21,10 +21,16 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from pipeline.cli import main
-from pipeline.config import PACKAGE_PROMPTS_DIR
+from pipeline.prompts import PACKAGE_PROMPTS_DIR
 from pipeline.report import write_html_report
+from pipeline.rundir import RunReader
 from pipeline.taxonomy import load_taxonomy
-from pipeline.triage import Query, iter_papers, select
+from pipeline.triage import Query, select
+
+
+def iter_papers(run_dir):
+    return RunReader(run_dir).papers()
+
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -108,7 +114,7 @@ def test_hostile_strings_render_as_text_and_failures_show(driver, tmp_path, taxo
     run = tmp_path / "run"
     shutil.copytree(RUN, run)
     open_report(driver, write_html_report(run, taxonomy))
-    wait_ids(driver, sorted([LFD, XSS, VNODE, LLM, BENCH, DALE]))
+    wait_ids(driver, [LFD, LLM, DALE, VNODE, XSS, BENCH])  # most claims first, then title
     assert driver.execute_script("return typeof window.__xss") == "undefined"
     assert driver.find_elements(By.CSS_SELECTOR, "#papers img, #papers svg, #papers script") == []
     hostile = card(driver, XSS)
@@ -141,7 +147,7 @@ def test_tag_filter_search_and_url_state(driver, tmp_path, taxonomy):
     card(driver, XSS).find_element(
         By.CSS_SELECTOR, 'button.chip[data-tag="graph-neural-networks"]'
     ).click()
-    wait_ids(driver, [XSS, VNODE])
+    wait_ids(driver, [VNODE, XSS])
     assert "tag=graph-neural-networks" in driver.current_url
     driver.find_element(By.ID, "q").send_keys("virtual nodes")
     wait_ids(driver, [VNODE])
@@ -154,11 +160,11 @@ def test_tag_filter_search_and_url_state(driver, tmp_path, taxonomy):
     assert driver.find_element(By.ID, "q").get_attribute("value") == "virtual nodes"
     box = driver.find_element(By.CSS_SELECTOR, '#facets input[data-tag="graph-neural-networks"]')
     assert box.is_selected()
-    # has-quantitative-results filter and sort by number of claims
-    open_report(driver, report, "#quant=1&sort=claims")
-    wait_ids(driver, [LFD, LLM, DALE])
+    # has-quantitative-results filter and sort by id
+    open_report(driver, report, "#quant=1&sort=id")
+    wait_ids(driver, [LFD, DALE, LLM])
     driver.find_element(By.ID, "clear").click()  # filters go, the sort stays
-    wait_ids(driver, [LFD, LLM, DALE, VNODE, BENCH, XSS])
+    wait_ids(driver, sorted([LFD, LLM, DALE, VNODE, BENCH, XSS]))
 
 
 def _search_term(papers, taxonomy) -> str:
@@ -214,7 +220,7 @@ def test_paging_keeps_the_page_small_at_scale(driver, tmp_path, taxonomy):
         for i in range(3000):
             rec = dict(records[i % len(records)], id=f"{i:016x}")
             fh.write(json.dumps(rec) + "\n")
-    open_report(driver, write_html_report(run, taxonomy))
+    open_report(driver, write_html_report(run, taxonomy), "#sort=id")
     assert len(visible_ids(driver)) == 50
     assert driver.find_element(By.CSS_SELECTOR, "#pager-top .pgno").text == "page 1 of 60"
     driver.find_element(By.CSS_SELECTOR, "#pager-top button.pg:last-child").click()
@@ -225,3 +231,76 @@ def test_paging_keeps_the_page_small_at_scale(driver, tmp_path, taxonomy):
         lambda d: d.find_element(By.ID, "count").text == "500 of 3000 papers match"
     )
     assert len(visible_ids(driver)) == 50 and "page=" not in driver.current_url
+
+
+# ---- the page and `digest triage` answer the same queries the same way
+
+AGREEMENT_QUERIES = [
+    pytest.param([], {}, id="everything"),
+    pytest.param(["--tag", "graph-neural-networks"], {"tag": ["graph-neural-networks"]}, id="tag"),
+    pytest.param(
+        ["--tag", "graph-neural-networks", "--tag", "theoretical-analysis"],
+        {"tag": ["graph-neural-networks", "theoretical-analysis"]},
+        id="tags-all",
+    ),
+    pytest.param(
+        ["--tag", "graph-neural-networks", "--tag", "large-language-models", "--any"],
+        {"tag": ["graph-neural-networks", "large-language-models"], "mode": "any"},
+        id="tags-any",
+    ),
+    pytest.param(["--has-results"], {"quant": "1"}, id="has-results"),
+    pytest.param(["--failed"], {"failed": "1"}, id="failed"),
+    pytest.param(["--metric", "fid"], {"metric": "fid"}, id="metric"),
+    pytest.param(["--dataset", "ImageNet"], {"dataset": "ImageNet"}, id="dataset"),
+    pytest.param(["--grep", "model learning"], {"q": "model learning"}, id="words"),
+    pytest.param(["--grep", '"language model"'], {"q": '"language model"'}, id="phrase"),
+    pytest.param(["--grep", "<script>"], {"q": "<script>"}, id="markup"),
+    pytest.param(["--sort", "title"], {"sort": "title"}, id="sort-title"),
+    pytest.param(["--sort", "tag", "--reverse"], {"sort": "tag", "dir": "desc"}, id="sort-tag-rev"),
+    pytest.param(["--sort", "id", "--has-results"], {"sort": "id", "quant": "1"}, id="sort-id"),
+    pytest.param(["--reverse"], {"dir": "desc"}, id="claims-reversed"),
+]
+
+
+@pytest.fixture(scope="module")
+def agreement_runs(tmp_path_factory, taxonomy):
+    """The hostile fixture and a real offline run over the shipped samples, with reports."""
+    root = tmp_path_factory.mktemp("agree")
+    small = root / "small"
+    shutil.copytree(RUN, small)
+    write_html_report(small, taxonomy)
+    real = root / "real"
+    res = CliRunner().invoke(
+        main,
+        ["run", str(EXAMPLES), "--provider", "offline", "--out", str(real)]
+        + ["--cache-dir", str(root / "cache"), "--no-progress"],
+    )
+    assert res.exit_code in (0, 1), res.output
+    return {"small": small, "real": real}
+
+
+def _cli_ids(run_dir: Path, args: list[str], taxonomy_path: Path) -> list[str]:
+    res = CliRunner().invoke(
+        main,
+        ["triage", str(run_dir), "--format", "jsonl", "--taxonomy", str(taxonomy_path), *args],
+    )
+    assert res.exit_code == 0, res.output
+    return [json.loads(line)["id"] for line in res.stdout.splitlines()]
+
+
+@pytest.mark.parametrize("which", ["small", "real"])
+@pytest.mark.parametrize(("args", "state"), AGREEMENT_QUERIES)
+def test_page_and_cli_agree(driver, agreement_runs, which, args, state):
+    from urllib.parse import urlencode
+
+    run_dir = agreement_runs[which]
+    expected = _cli_ids(run_dir, args, PACKAGE_PROMPTS_DIR / "taxonomy.yaml")
+    open_report(driver, run_dir / "report.html", "#" + urlencode(state, doseq=True))
+    wait_ids(driver, expected[:50])
+    total = len(list(iter_papers(run_dir)))
+    count = driver.find_element(By.ID, "count").text
+    assert count == (
+        f"All {total} papers"
+        if len(expected) == total
+        else f"{len(expected)} of {total} papers match"
+    )

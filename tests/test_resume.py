@@ -20,11 +20,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from runs import manifest_dict, run_paths
 from synthetic import write_abstracts
 
 from bench.openai_server import OpenAIServer, ServerConfig, offline_answer_fn, request_key
 from pipeline.config import load_settings
-from pipeline.job import run_job
 
 FAKE_KEY = "sk-test-resume-000000000000000000000"
 STAGES = ("tldr", "tags", "claims")
@@ -138,8 +138,8 @@ def test_sigkill_at_three_points_then_resume_equals_a_clean_run(tmp_path, inputs
                 "progress": False, "max_concurrency": CONCURRENCY,
             },
         )  # fmt: skip
-        clean = run_job(settings, [path])
-        assert clean.manifest["status"] == "ok"
+        clean = run_paths(settings, [path])
+        assert manifest_dict(clean)["status"] == "ok"
         clean_requests = server.stats()["requests"]
     assert clean_requests == N * len(STAGES)
     clean_records = read_jsonl(tmp_path / "clean" / "summaries.jsonl")

@@ -1,20 +1,15 @@
 """Runner semantics with a scripted in-process backend: re-asks, failures, cache, fatal stop."""
 
-import asyncio
 import json
 import shutil
 
 import pytest
 
 from pipeline.backends import Completion
-from pipeline.cache import Cache
 from pipeline.config import PACKAGE_PROMPTS_DIR, load_settings
 from pipeline.errors import BackendError, FatalBackendError
-from pipeline.ingest import Abstract
-from pipeline.outputs import RunWriter
-from pipeline.runner import Runner
-from pipeline.stages import build_stages
-from pipeline.taxonomy import load_taxonomy
+from pipeline.ingest import Abstract, IngestResult
+from pipeline.job import run_job
 
 TEXT = "We propose Foo, a transformer for parsing. Foo improves F1 by 2.5 points on PTB over prior parsers."
 GOOD = {
@@ -77,8 +72,8 @@ class Scripted:
 def prompts(tmp_path):
     d = tmp_path / "prompts"
     d.mkdir()
-    for name in ("tldr", "claims"):
-        shutil.copy(PACKAGE_PROMPTS_DIR / f"{name}.yaml", d)
+    for name in ("tldr.yaml", "claims.yaml", "claimed_result.md"):
+        shutil.copy(PACKAGE_PROMPTS_DIR / name, d)
     (d / "taxonomy.yaml").write_text(
         "version: 1\nfacets:\n  - id: method\n    label: Method\n    tags:\n      - {id: transformers, label: Transformers}\n"
     )
@@ -94,18 +89,12 @@ def run(tmp_path, prompts, backend, *, max_reasks=2, force=False, out="run"):
             "max_reasks": max_reasks,
             "force": force,
             "progress": False,
+            "prompts_dir": prompts,
+            "cache_dir": tmp_path / "cache",
         },
     )
-    taxonomy = load_taxonomy(prompts / "taxonomy.yaml")
-    stages = build_stages(settings.stages, prompts, taxonomy)
-    cache = Cache(tmp_path / "cache", settings.stages)
-    writer = RunWriter(tmp_path / out)
-    runner = Runner(settings=settings, stages=stages, backend=backend, cache=cache, writer=writer)
-    try:
-        stats = asyncio.run(runner.run([Abstract("id1", TEXT)]))
-    finally:
-        writer.close()
-        cache.close()
+    ingest = IngestResult([Abstract("id1", TEXT)], 1, [])
+    stats = run_job(settings, ingest, tmp_path / out, backend=backend).stats
     records = [
         json.loads(line) for line in (tmp_path / out / "summaries.jsonl").read_text().splitlines()
     ]

@@ -1,7 +1,11 @@
 import pytest
 from pydantic import ValidationError
 
-from pipeline.schemas import ClaimsOutput, TagsOutput, TldrOutput, llm_json_schema
+from pipeline.schemas import llm_json_schema
+from pipeline.stages import get_spec
+from pipeline.stages.claims import ClaimsOutput
+from pipeline.stages.tags import TagsOutput
+from pipeline.stages.tldr import TldrOutput
 from pipeline.taxonomy import Facet, Tag, Taxonomy
 
 ABSTRACT = (
@@ -122,7 +126,7 @@ def test_strict_llm_schema_requires_every_field_and_hides_computed_span():
     assert claim_schema["additionalProperties"] is False
     assert "span" not in claim_schema["properties"]
     assert sorted(claim_schema["required"]) == sorted(claim_schema["properties"])
-    tags = llm_json_schema(TagsOutput, tag_ids=TAX.ids)
+    tags = get_spec("tags").schema_hook(llm_json_schema(TagsOutput), TAX)
     assert tags["properties"]["tags"]["items"]["enum"] == [
         "graph-neural-networks",
         "anomaly-detection",

@@ -12,17 +12,16 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import main
+from pipeline.csvfile import csv_cell as csv_safe
 from pipeline.errors import InputError
+from pipeline.rundir import RunReader
 from pipeline.taxonomy import Taxonomy
-from pipeline.triage import (
-    Query,
-    csv_safe,
-    format_csv,
-    format_table,
-    iter_papers,
-    resolve_tags,
-    select,
-)
+from pipeline.triage import Query, format_csv, format_table, resolve_tags, select
+
+
+def iter_papers(run_dir):
+    return RunReader(run_dir).papers()
+
 
 RUN = Path(__file__).parent / "data" / "run_small"
 LFD, XSS, VNODE, LLM, BENCH, DALE = (
@@ -109,18 +108,18 @@ def test_missing_run_folder_is_an_input_error(tmp_path):
 
 def test_tags_and_versus_or(papers):
     both = ("graph-neural-networks", "theoretical-analysis")
-    assert ids(select(papers, Query(tags=both))) == [VNODE]
-    assert ids(select(papers, Query(tags=both, match_any=True))) == [XSS, VNODE]
+    assert ids(select(papers, Query(tags=both), sort="id")) == [VNODE]
+    assert ids(select(papers, Query(tags=both, match_any=True), sort="id")) == [XSS, VNODE]
 
 
 def test_results_metric_dataset_and_grep(papers):
-    assert ids(select(papers, Query(has_results=True))) == [LFD, DALE, LLM]
-    assert ids(select(papers, Query(metric="auroc"))) == [LLM]
-    assert ids(select(papers, Query(dataset="ImageNet"))) == [LFD, DALE, LLM]
-    assert ids(select(papers, Query(dataset="imagenet", metric="FID"))) == [LFD]
-    assert ids(select(papers, Query(grep="VIRTUAL   nodes"))) == [VNODE]
-    assert ids(select(papers, Query(grep="<script>"))) == [XSS]
-    assert select(papers, Query(grep="no such phrase anywhere")) == []
+    assert ids(select(papers, Query(has_results=True), sort="id")) == [LFD, DALE, LLM]
+    assert ids(select(papers, Query(metric="auroc"), sort="id")) == [LLM]
+    assert ids(select(papers, Query(dataset="ImageNet"), sort="id")) == [LFD, DALE, LLM]
+    assert ids(select(papers, Query(dataset="imagenet", metric="FID"), sort="id")) == [LFD]
+    assert ids(select(papers, Query(grep="VIRTUAL   nodes"), sort="id")) == [VNODE]
+    assert ids(select(papers, Query(grep="<script>"), sort="id")) == [XSS]
+    assert select(papers, Query(grep="no such phrase anywhere"), sort="id") == []
 
 
 def test_sorting(papers, taxonomy):
@@ -152,7 +151,7 @@ def test_csv_cells_are_spreadsheet_safe():
 
 
 def test_csv_and_table_formats(papers, taxonomy):
-    chosen = select(papers, Query(tags=("graph-neural-networks",)), taxonomy=taxonomy)
+    chosen = select(papers, Query(tags=("graph-neural-networks",)), sort="id", taxonomy=taxonomy)
     rows = list(csv.DictReader(io.StringIO("".join(format_csv(chosen, taxonomy)))))
     assert [r["id"] for r in rows] == [XSS, VNODE]
     assert rows[1]["tag_labels"] == "Graph neural networks; Theory"
@@ -191,7 +190,10 @@ def test_cli_triage_table_and_errors(tax_file, tmp_path):
         "triage", str(RUN), "--has-results", "--dataset", "ImageNet", "--taxonomy", str(tax_file)
     )
     assert res.exit_code == 0
-    assert [line.split()[0] for line in res.stdout.splitlines()[2:]] == [LFD, DALE, LLM]
+    # default order: most claims first (LFD 3, LLM 2 with 2 quantitative, DALE 2 with 1)
+    assert [line.split()[0] for line in res.stdout.splitlines()[2:]] == [LFD, LLM, DALE]
+    res = _cli("triage", str(RUN), "--has-results", "--sort", "id", "--reverse")
+    assert [line.split()[0] for line in res.stdout.splitlines()[2:]] == [LLM, DALE, LFD]
     res = _cli("triage", str(RUN), "--tag", "quantum", "--taxonomy", str(tax_file))
     assert res.exit_code == 2 and "unknown tag 'quantum'" in res.stderr
     empty = tmp_path / "empty"

@@ -47,9 +47,7 @@ def assign_command(
     reader = open_run(run_dir)
     taxonomy = run_taxonomy(taxonomy_path, reader)
     reviewers = assign.load_reviewers(reviewers_file, taxonomy)
-    result = assign.assign(
-        list(reader.papers()), reviewers, per_paper=per_paper, max_load=max_load
-    )
+    result = assign.assign(list(reader.papers()), reviewers, per_paper=per_paper, max_load=max_load)
     path = assign.write_assignments_csv(result, out or reader.dir / "assignments.csv", taxonomy)
     click.echo(assign.summary(result))
     click.echo(f"assignments: {path}")

@@ -33,7 +33,7 @@ from pipeline.triage import SORT_KEYS
 )
 @click.option(
     "--grep",
-    help='Every word occurs in the title, abstract, TL;DR, tags, keywords or claims; '
+    help="Every word occurs in the title, abstract, TL;DR, tags, keywords or claims; "
     '"quoted words" must occur as a phrase.',
 )
 @click.option(

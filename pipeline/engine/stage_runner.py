@@ -61,7 +61,12 @@ def check_completion(stage: Stage, abstract: str, completion: Completion, max_to
 
 
 async def ask_until_valid(
-    backend: Backend, stage: Stage, abstract: str, *, json_object: bool, max_reasks: int,
+    backend: Backend,
+    stage: Stage,
+    abstract: str,
+    *,
+    json_object: bool,
+    max_reasks: int,
     max_tokens: int,
 ) -> Answer:
     """Ask, validate, and re-ask with the error fed back, at most `max_reasks` times."""
@@ -270,4 +275,6 @@ class StageRunner:
 
 def sources_of(abstract: Abstract) -> list[SourceRef]:
     """The run folder's form of an abstract's sources."""
-    return [SourceRef(file=s.file, position=s.position, paper_id=s.paper_id) for s in abstract.sources]
+    return [
+        SourceRef(file=s.file, position=s.position, paper_id=s.paper_id) for s in abstract.sources
+    ]

@@ -42,7 +42,6 @@ import networkx as nx
 
 from pipeline.errors import InputError
 from pipeline.jsonl import iter_jsonl
-
 from pipeline.text import canonical_number, find_span, numbers_in, text_hash
 
 KINDS = ("quantitative", "qualitative")

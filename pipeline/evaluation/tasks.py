@@ -85,9 +85,7 @@ def evaluate_tldr(
         predictions.append(output["tldr"] if output else "")  # a failure scores 0, not skipped
     systems = {
         "lead-1": score_rouge([lead1(p["source"]) for p in papers], references),
-        f"{job.manifest.backend} ({job.manifest.model})": score_rouge(
-            predictions, references
-        ),
+        f"{job.manifest.backend} ({job.manifest.model})": score_rouge(predictions, references),
         "oracle (1 sentence)": score_rouge(
             [oracle_sentence(p["source"], p["target"]) for p in papers], references
         ),

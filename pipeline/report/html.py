@@ -27,8 +27,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import IO, Any
 
-from pipeline.rundir import Manifest, Paper, RunReader, SummaryRecord
 from pipeline.report.protocol import SORTS, report_paper
+from pipeline.rundir import Manifest, Paper, RunReader, SummaryRecord
 from pipeline.stages import stage_names
 from pipeline.taxonomy import Taxonomy
 from pipeline.triage import sort_key

@@ -79,7 +79,9 @@ def valid_span(abstract: str, span: object) -> tuple[int, int] | None:
     return (start, end) if 0 <= start < end <= len(abstract) else None
 
 
-def highlight_segments(abstract: str, claims: tuple[dict, ...] | list[dict]) -> list[list[str | int]]:
+def highlight_segments(
+    abstract: str, claims: tuple[dict, ...] | list[dict]
+) -> list[list[str | int]]:
     """The abstract cut at evidence-span boundaries: [text, claim_no, ...] pieces (1-based)."""
     spans = [(valid_span(abstract, c.get("span")), n) for n, c in enumerate(claims, 1)]
     found = [(s, n) for s, n in spans if s is not None]

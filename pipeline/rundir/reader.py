@@ -50,7 +50,9 @@ class RunReader:
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"]) or "manifest"
-            raise InputError(f"{path}: not a manifest of this tool ({where}: {err['msg']})") from exc
+            raise InputError(
+                f"{path}: not a manifest of this tool ({where}: {err['msg']})"
+            ) from exc
 
     @property
     def incomplete(self) -> str | None:

@@ -1,7 +1,7 @@
 // report.html's only script. It renders `ReportData` (pipeline/report/protocol.py) and
 // filters it; it never computes a search text or a sort order of its own: those come from
 // Python (triage.search_text, triage.sort_key), so the page agrees with `digest triage`.
-// The DOM is built with textContent only, never innerHTML.
+// The DOM is built with textContent only, never from HTML strings.
 (function () {
   "use strict";
   var D = JSON.parse(document.getElementById("digest-data").textContent);
