@@ -146,7 +146,7 @@ def _max_flow(
     loads: Mapping[str, int],
 ) -> dict[str, list[str]]:
     top = max((scores[p, r] for p in papers for r in loads if (p, r) in scores), default=0.0)
-    g = nx.DiGraph()
+    g: nx.DiGraph = nx.DiGraph()
     for p in papers:
         g.add_edge("source", ("p", p), capacity=per_paper, weight=0)
     for r, cap in loads.items():

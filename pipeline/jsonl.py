@@ -12,7 +12,7 @@ import json
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import jsonlines
 from pydantic import ValidationError
@@ -50,7 +50,8 @@ def iter_jsonl(
             yield line
 
     pending: InputError | None = None
-    with fh, jsonlines.Reader(numbered(), loads=loads) as reader:
+    # jsonlines decodes each line to str before it calls `loads`.
+    with fh, jsonlines.Reader(numbered(), loads=cast(Callable[[str | bytes], Any], loads)) as reader:
         while True:
             try:
                 value = reader.read(skip_empty=True, allow_none=True)

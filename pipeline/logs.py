@@ -50,7 +50,7 @@ class _StderrHandler(logging.StreamHandler):
         logging.Handler.__init__(self)
 
     @property
-    def stream(self):  # type: ignore[override]
+    def stream(self):
         return sys.stderr
 
     @stream.setter

@@ -18,7 +18,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 
 from pipeline.backends import Completion
 from pipeline.config import Settings
-from pipeline.errors import BackendError, FatalBackendError
+from pipeline.errors import BackendError, FailureKind, FatalBackendError
 from pipeline.limits import Limiter
 from pipeline.stages import Stage
 
@@ -68,7 +68,10 @@ def _dropped_connection(exc: BaseException) -> bool:
     return False
 
 
-def _failure_kind(exc: BaseException) -> str:
+_STATUS_KINDS: dict[int, FailureKind] = {408: "http_408", 409: "http_409", 429: "rate_limit"}
+
+
+def _failure_kind(exc: BaseException) -> FailureKind:
     if isinstance(exc, openai.APITimeoutError):
         return "connection" if _dropped_connection(exc) else "timeout"
     if isinstance(exc, openai.APIConnectionError):
@@ -76,7 +79,9 @@ def _failure_kind(exc: BaseException) -> str:
     if isinstance(exc, openai.RateLimitError):
         return "rate_limit"
     if isinstance(exc, openai.APIStatusError):
-        return "server_error" if exc.status_code >= 500 else f"http_{exc.status_code}"
+        if exc.status_code >= 500:
+            return "server_error"
+        return _STATUS_KINDS.get(exc.status_code, "backend")
     return "backend"
 
 

@@ -14,7 +14,7 @@ import contextlib
 import signal
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pipeline.errors import RunInterrupted
 
@@ -111,7 +111,8 @@ async def run_in_order(
                     break
                 head = window[0]
                 if not head.done():
-                    await asyncio.wait({head, stop.wake}, return_when=asyncio.FIRST_COMPLETED)
+                    waiters: set[asyncio.Future[Any]] = {head, stop.wake}
+                    await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
                 if stop.stopped:
                     break
                 window.popleft()

@@ -35,7 +35,7 @@ that were matched and recall the gold claims of that kind that were matched.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import networkx as nx
@@ -96,7 +96,7 @@ def gold_problems(records: list[dict]) -> list[str]:
     for record in records:
         if record.get("id") in seen:
             problems.append(f"{record.get('source')}: duplicate id {record.get('id')}")
-        seen.add(record.get("id"))
+        seen.add(str(record.get("id")))
         problems.extend(_record_problems(record))
     return problems
 
@@ -141,12 +141,12 @@ def overlap(a: Span | None, b: Span | None) -> int:
 
 
 def match_claims(
-    predicted: list[Mapping], gold: list[Mapping], abstract: str | None = None
+    predicted: Sequence[Mapping], gold: Sequence[Mapping], abstract: str | None = None
 ) -> list[tuple[int, int]]:
     """Optimal one-to-one (predicted index, gold index) matches under the module's rule."""
     pred_spans = [claim_span(c, abstract) for c in predicted]
     gold_spans = [claim_span(c, abstract) for c in gold]
-    graph = nx.Graph()
+    graph: nx.Graph = nx.Graph()
     for i, p in enumerate(predicted):
         for j, g in enumerate(gold):
             shared = overlap(pred_spans[i], gold_spans[j])
@@ -166,7 +166,7 @@ def _rates(tp: int, n_pred: int, n_gold: int) -> dict:
     }
 
 
-def _abstract_detail(predicted: list[Mapping], gold: list[Mapping], abstract: str | None) -> dict:
+def _abstract_detail(predicted: Sequence[Mapping], gold: Sequence[Mapping], abstract: str | None) -> dict:
     pairs = match_claims(predicted, gold, abstract)
     matched_p = {i for i, _ in pairs}
     matched_g = {j for _, j in pairs}
@@ -181,7 +181,7 @@ def _abstract_detail(predicted: list[Mapping], gold: list[Mapping], abstract: st
 
 
 def _kind_hits(
-    predicted: Mapping[str, list[Mapping]], gold: Mapping[str, list[Mapping]], details: dict
+    predicted: Mapping[str, Sequence[Mapping]], gold: Mapping[str, Sequence[Mapping]], details: dict
 ) -> tuple[list[tuple[str, bool]], list[tuple[str, bool]]]:
     """(kind, matched) for every predicted and every gold claim."""
     preds: list[tuple[str, bool]] = []
@@ -221,7 +221,7 @@ def _kind_row(kind: str, preds: list[tuple[str, bool]], golds: list[tuple[str, b
 
 
 def _by_kind(
-    predicted: Mapping[str, list[Mapping]], gold: Mapping[str, list[Mapping]], details: dict
+    predicted: Mapping[str, Sequence[Mapping]], gold: Mapping[str, Sequence[Mapping]], details: dict
 ) -> dict:
     preds, golds = _kind_hits(predicted, gold, details)
     kinds = list(KINDS) + sorted({k for k, _ in preds + golds} - set(KINDS))
@@ -229,8 +229,8 @@ def _by_kind(
 
 
 def score_claims(
-    predicted: Mapping[str, list[Mapping]],
-    gold: Mapping[str, list[Mapping]],
+    predicted: Mapping[str, Sequence[Mapping]],
+    gold: Mapping[str, Sequence[Mapping]],
     *,
     abstracts: Mapping[str, str] | None = None,
 ) -> dict:

@@ -9,6 +9,7 @@ measured is what users get.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +76,9 @@ def evaluate_tldr(
 ) -> dict:
     """ROUGE of the configured backend's TL;DRs vs lead-1 and the extractive oracle."""
     papers = read_scitldr(path, limit)
-    rows = [{"id": p.get("paper_id"), "abstract": " ".join(p["source"])} for p in papers]
+    rows: list[dict[str, str]] = [
+        {"id": str(p.get("paper_id") or ""), "abstract": " ".join(p["source"])} for p in papers
+    ]
     job, records = _run_stage(settings, "tldr", rows, out_dir)
     references = [p["target"] for p in papers]
     predictions, failed = [], 0
@@ -107,7 +110,7 @@ def evaluate_claims(settings: Settings, gold_path: Path, out_dir: Path) -> dict:
     abstracts = load_gold_abstracts(gold_path)
     rows = [{"id": gid, "abstract": text} for gid, text in abstracts.items()]
     job, records = _run_stage(settings, "claims", rows, out_dir)
-    predicted = {
+    predicted: dict[str, list[Mapping[str, Any]]] = {
         gid: (_stage_output(records.get(gid), "claims") or {}).get("claims", []) for gid in gold
     }
     scores = score_claims(predicted, gold, abstracts=abstracts)

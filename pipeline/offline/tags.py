@@ -23,7 +23,7 @@ Keywords are what the taxonomy does not cover: acronym definitions ("Function Sh
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -264,6 +264,7 @@ class _Analysis:
         parts = _SPLIT.split(text)
         self.tokens, self.seps = parts[1::2], parts[0::2]  # seps[i] precedes tokens[i]
         forms = list(map(_forms, self.tokens))
+        self.lower: tuple[str, ...]
         cs, ci, self.lower = (
             (tuple(col) for col in zip(*forms, strict=True)) if forms else ((), (), ())
         )
@@ -513,9 +514,9 @@ def _cue_hits(lower: tuple[str, ...]) -> Counter[int]:
     return hits
 
 
-def _contribution_scores(analysis: _Analysis, tax: Taxonomy) -> Counter[str]:
+def _contribution_scores(analysis: _Analysis, tax: Taxonomy) -> dict[str, float]:
     """Contribution-type scores from cues plus weak phrase mentions ('benchmark', 'analysis')."""
-    scores: Counter[str] = Counter()
+    scores: defaultdict[str, float] = defaultdict(float)
     for k, count in _cue_hits(analysis.lower).items():
         tag_id, weight = _CUE_TAGS[k]
         scores[tag_id] += weight * min(count, MAX_CUE_HITS)
@@ -526,7 +527,7 @@ def _contribution_scores(analysis: _Analysis, tax: Taxonomy) -> Counter[str]:
     for m in analysis.mentions:
         if tax.facet_of[m.tag] == CONTRIBUTION_FACET:
             scores[m.tag] += CONTRIBUTION_PHRASE_WEIGHT * m.weight
-    return Counter({t: s for t, s in scores.items() if s > 0 and t in tax.tags})
+    return {t: s for t, s in scores.items() if s > 0 and t in tax.tags}
 
 
 def _fallback_contribution(tax: Taxonomy) -> str:
@@ -540,7 +541,7 @@ def _fallback_contribution(tax: Taxonomy) -> str:
 # Selection ----------------------------------------------------------------------------------
 
 
-def _rank(scores: Counter[str], first: dict[str, int], order: dict[str, int]) -> list[str]:
+def _rank(scores: dict[str, float], first: dict[str, int], order: dict[str, int]) -> list[str]:
     """Tag ids by score (desc), then first mention, then taxonomy order."""
     return sorted(scores, key=lambda t: (-scores[t], first.get(t, 0), order[t]))
 
@@ -548,7 +549,7 @@ def _rank(scores: Counter[str], first: dict[str, int], order: dict[str, int]) ->
 def _topical(analysis: _Analysis, matcher: Matcher) -> list[str]:
     """The strongest non-contribution tags, best first (at least one if any was mentioned)."""
     facet_of = matcher.taxonomy.facet_of
-    scores: Counter[str] = Counter()
+    scores: defaultdict[str, float] = defaultdict(float)
     seen: Counter[str] = Counter()
     first: dict[str, int] = {}
     for m in analysis.mentions:
@@ -707,7 +708,7 @@ def _repeated_phrases(analysis: _Analysis) -> list[str]:
 
 
 def _free_ngrams(
-    low: tuple[str, ...], gaps: list[str], repeated: set[tuple[str, ...]]
+    low: tuple[str, ...], gaps: list[str], repeated: set[tuple[str, str, str]]
 ) -> Counter[tuple[str, ...]]:
     """Counts of repeated pairs and triples, skipping those glued into a compound word."""
     # "negative pre" inside "negative pre-activations" is not a phrase of its own.
