@@ -44,6 +44,13 @@ FAILURE_KINDS: dict[FailureKind, str] = {
 assert set(FAILURE_KINDS) == set(get_args(FailureKind))
 
 
+def failure_kinds_table() -> str:
+    """The Markdown table of failure kinds that README.md carries (a test keeps them equal)."""
+    rows = ["| kind | what happened |", "|---|---|"]
+    rows += [f"| `{kind}` | {text} |" for kind, text in FAILURE_KINDS.items()]
+    return "\n".join(rows)
+
+
 class PipelineError(Exception):
     """Root of every error this package raises on purpose."""
 

@@ -51,7 +51,10 @@ def iter_jsonl(
 
     pending: InputError | None = None
     # jsonlines decodes each line to str before it calls `loads`.
-    with fh, jsonlines.Reader(numbered(), loads=cast(Callable[[str | bytes], Any], loads)) as reader:
+    with (
+        fh,
+        jsonlines.Reader(numbered(), loads=cast(Callable[[str | bytes], Any], loads)) as reader,
+    ):
         while True:
             try:
                 value = reader.read(skip_empty=True, allow_none=True)

@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import main
@@ -100,3 +101,33 @@ def test_eval_grounding_of_a_run_folder(tmp_path, examples_dir):
 def test_eval_grounding_rejects_a_folder_without_summaries(tmp_path):
     result = invoke("eval", "grounding", tmp_path)
     assert result.exit_code == 2 and "no summaries.jsonl" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("command", "content", "message"),
+    [
+        (
+            "tldr",
+            '{"source": ["a"], "target": ["b"]}\n{"source": "x", "target": []}\n',
+            ":2: expected a SciTLDR row",
+        ),
+        (
+            "tldr",
+            '{"source": ["a"], "target": ["b"]}\n{oops\n{"source": ["a"], "target": ["b"]}\n',
+            ":2: invalid",
+        ),
+        ("tldr", "[" * 100_000 + "\n", ":1: invalid JSON (nested too deeply)"),
+        ("claims", '{"abstract": 5, "claims": []}\n', ":1: expected an object with an 'abstract'"),
+        ("claims", '{"abstract": "x", "claims": "none"}\n', ":1: expected an object"),
+        ("claims", "not json\n", ":1: invalid"),
+    ],
+)
+def test_eval_bad_rows_exit_2_with_one_message(tmp_path, command, content, message):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(content, encoding="utf-8")
+    res = CliRunner().invoke(
+        main, ["eval", command, str(path), "--out", str(tmp_path / "out"), "--no-progress"]
+    )
+    assert res.exit_code == 2, res.output
+    assert message in res.stderr and "Traceback" not in res.output
+    assert len(res.stderr.strip().splitlines()) <= 2  # the backend line and the error

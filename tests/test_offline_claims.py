@@ -45,10 +45,6 @@ def _by_value(claims: list[dict], value: str) -> dict:
     return hits[0]
 
 
-def test_samples_are_the_57_abstracts():
-    assert len(SAMPLES) == 57
-
-
 @pytest.mark.parametrize("index", range(len(SAMPLES)))
 def test_every_sample_validates_against_its_abstract(index):
     text = SAMPLES[index]
@@ -69,10 +65,6 @@ def test_samples_give_both_kinds_and_some_empty_lists():
     assert kinds.count("quantitative") >= 20
     assert kinds.count("qualitative") >= 20
     assert 10 <= sum(not claims for claims in results) <= 30
-
-
-def test_output_is_deterministic():
-    assert [extract_claims(a) for a in SAMPLES] == [extract_claims(a) for a in SAMPLES]
 
 
 def test_dr_ggad_mean_auroc_gain():

@@ -94,10 +94,6 @@ def test_contribution_cue_ids_exist_in_taxonomy(tax: Taxonomy) -> None:
 # The 57 shipped samples ----------------------------------------------------------------------
 
 
-def test_samples_are_the_57_iclr_abstracts(samples: list[str]) -> None:
-    assert len(samples) == 57
-
-
 def test_every_sample_gets_a_topical_tag_and_validates(samples: list[str], tax: Taxonomy) -> None:
     for text in samples:
         tags, keywords = match_tags(text, tax)
@@ -125,12 +121,6 @@ def test_keywords_are_short_and_not_taxonomy_phrases(samples: list[str], tax: Ta
             assert len(kw.split()) <= 5
             assert tax.resolve(kw) is None, kw
     assert total >= 20
-
-
-def test_output_is_deterministic(samples: list[str], tax: Taxonomy) -> None:
-    first = [match_tags(text, tax) for text in samples]
-    again = [match_tags(text, tax) for text in samples]
-    assert first == again
 
 
 # Targeted cases ------------------------------------------------------------------------------

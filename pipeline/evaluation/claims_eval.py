@@ -166,7 +166,9 @@ def _rates(tp: int, n_pred: int, n_gold: int) -> dict:
     }
 
 
-def _abstract_detail(predicted: Sequence[Mapping], gold: Sequence[Mapping], abstract: str | None) -> dict:
+def _abstract_detail(
+    predicted: Sequence[Mapping], gold: Sequence[Mapping], abstract: str | None
+) -> dict:
     pairs = match_claims(predicted, gold, abstract)
     matched_p = {i for i, _ in pairs}
     matched_g = {j for _, j in pairs}

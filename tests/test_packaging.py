@@ -1,0 +1,39 @@
+"""The wheel carries every package and the prompt files (.ci/run also installs and runs it)."""
+
+from __future__ import annotations
+
+import tomllib
+from fnmatch import fnmatch
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+SETUPTOOLS = PYPROJECT["tool"]["setuptools"]
+
+
+def test_every_package_of_the_source_tree_is_listed():
+    found = {
+        ".".join(init.parent.relative_to(REPO).parts)
+        for init in (REPO / "pipeline").rglob("__init__.py")
+        if "__pycache__" not in init.parts
+    }
+    listed = set(SETUPTOOLS["packages"])
+    assert found - listed == set(), "packages missing from pyproject.toml"
+    assert listed - found == {"pipeline.prompt_files"}  # mapped from prompts/
+
+
+def test_prompt_files_and_assets_are_package_data():
+    assert SETUPTOOLS["package-dir"] == {"pipeline.prompt_files": "prompts"}
+    data = SETUPTOOLS["package-data"]
+    for path in (REPO / "prompts").iterdir():
+        if path.name != "__init__.py" and path.is_file():
+            assert any(fnmatch(path.name, pat) for pat in data["pipeline.prompt_files"]), path
+    for path in (REPO / "pipeline" / "report" / "assets").iterdir():
+        assert any(fnmatch(f"assets/{path.name}", pat) for pat in data["pipeline.report"]), path
+
+
+def test_the_package_finds_its_prompts_through_importlib_resources():
+    from pipeline.prompts import PACKAGE_PROMPTS_DIR
+
+    assert (PACKAGE_PROMPTS_DIR / "taxonomy.yaml").is_file()
+    assert (PACKAGE_PROMPTS_DIR / "claimed_result.md").is_file()
