@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from functools import cached_property
 from pathlib import Path
@@ -72,6 +73,8 @@ class Taxonomy(BaseModel):
 
     def resolve(self, name: str) -> str | None:
         """The tag id that `name` (an id, label or synonym, any case) denotes, or None."""
+        if name in self.tags:  # the common case: already an id
+            return name
         return self._lookup.get(_key(name))
 
     @property
@@ -81,7 +84,20 @@ class Taxonomy(BaseModel):
 
 
 def load_taxonomy(path: Path) -> Taxonomy:
-    """Read and validate a taxonomy YAML file; duplicate ids are an error."""
+    """Read and validate a taxonomy YAML file; duplicate ids are an error.
+
+    A file read before (same path, size and modification time) is not parsed again.
+    """
+    try:
+        stat = Path(path).stat()
+    except OSError as exc:
+        raise ConfigError(f"cannot load taxonomy {path}: {exc}") from exc
+    return _load_taxonomy(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _load_taxonomy(path_name: str, size: int, mtime_ns: int) -> Taxonomy:
+    path = Path(path_name)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
         tax = Taxonomy.model_validate(data)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from functools import lru_cache
 
 # A number as written: 5.14, 1,000, 0.5, 12; no sign (signs live in the surrounding text).
 # Digits glued to an ASCII name (V1, ResNet50) are part of the name; after CJK text they count.
@@ -54,6 +55,12 @@ def split_sentences(text: str) -> list[str]:
 def numbers_in(text: str) -> list[str]:
     """Numbers written in a text, canonicalized (thousands separators dropped), in order."""
     return [m.group(0).replace(",", "") for m in NUMBER_RE.finditer(text)]
+
+
+@lru_cache(maxsize=256)
+def abstract_numbers(text: str) -> frozenset[str]:
+    """The set of numbers in a text, memoized: every stage of an abstract asks for it."""
+    return frozenset(numbers_in(text))
 
 
 def canonical_number(value: str) -> str | None:

@@ -93,7 +93,7 @@ def test_claim_grounding_accepts_whitespace_variants_and_records_span():
     [
         (
             {"evidence": "mean AUROC +5.41% over the best prior GGAD"},
-            "does not occur in its evidence",
+            "not verbatim",
         ),
         ({"evidence": "mean AUROC of +5.14% over all prior methods"}, "not verbatim"),
         ({"value": "12.59"}, "does not occur in its evidence"),

@@ -12,8 +12,7 @@ from tqdm import tqdm
 class BarProgress:
     """A Progress (pipeline.engine.progress) drawn as one tqdm bar."""
 
-    def __init__(self, *, enabled: bool = True) -> None:
-        self.enabled = enabled
+    def __init__(self) -> None:
         self._bar: tqdm | None = None
         self._failed: Counter[str] = Counter()
         self._cached = 0
@@ -24,7 +23,6 @@ class BarProgress:
         self._bar = tqdm(
             total=total * len(stages),
             unit="result",
-            disable=not self.enabled,
             dynamic_ncols=True,
             desc=f"{total} abstracts x {len(stages)} stages",
         )

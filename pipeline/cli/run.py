@@ -51,7 +51,7 @@ def run_command(
             settings,
             ingest,
             run_dir,
-            progress=BarProgress(enabled=settings.progress),
+            progress=BarProgress() if settings.progress else None,
             sinks=[report],
         )
     except RunInterrupted as exc:

@@ -150,11 +150,10 @@ class StageRunner:
             **fields,
         )
 
-    def cached(self, stage: Stage, abstract: Abstract) -> StageResult | None:
+    def cached(self, stage: Stage, abstract: Abstract, key: str) -> StageResult | None:
         """The cached result of one stage, validated like a fresh answer, or None (a miss)."""
         if self.force:
             return None
-        key = self.key(stage, abstract)
         hit = self.cache.stages[stage.name].get(key)
         if hit is None:
             return None
@@ -182,7 +181,7 @@ class StageRunner:
         """The summary record of an abstract whose every stage is cached, else None."""
         results: dict[str, StageResult] = {}
         for name, stage in self.stages.items():
-            result = self.cached(stage, abstract)
+            result = self.cached(stage, abstract, self.key(stage, abstract))
             if result is None:
                 return None
             results[name] = result
@@ -192,10 +191,10 @@ class StageRunner:
 
     async def run_stage(self, stage: Stage, abstract: Abstract) -> StageResult:
         """One stage of one abstract: from cache, or asked (and re-asked) until valid."""
-        if (hit := self.cached(stage, abstract)) is not None:
+        key = self.key(stage, abstract)
+        if (hit := self.cached(stage, abstract, key)) is not None:
             self._count_cached(stage)
             return hit
-        key = self.key(stage, abstract)
         started = time.perf_counter()
         answer = await ask_until_valid(
             self.backend,

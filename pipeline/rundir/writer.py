@@ -17,6 +17,7 @@ ERRORS = "errors.jsonl"
 CSV = "summaries.csv"
 MANIFEST = "manifest.json"
 MAX_RAW_CHARS = 20_000
+CSV_FLUSH_EVERY = 64  # summaries.jsonl is flushed per record; its CSV view may lag a little
 
 
 def csv_columns(stage_specs: tuple[StageSpec, ...]) -> list[str]:
@@ -57,12 +58,15 @@ class RunWriter:
         self._csv_file = open(run_dir / CSV, "w", encoding="utf-8-sig", newline="")  # noqa: SIM115
         self._csv = SafeCsvWriter(self._csv_file)
         self._csv.writerow(csv_columns(self._specs))
+        self._rows = 0
 
     def write_record(self, record: SummaryRecord) -> None:
         """Append one summary record (and its CSV row)."""
         self._summaries.write(record)
         self._csv.writerow(csv_row(record, self._specs))
-        self._csv_file.flush()
+        self._rows += 1
+        if self._rows % CSV_FLUSH_EVERY == 0:
+            self._csv_file.flush()
 
     def write_error(self, error: ErrorRecord) -> None:
         """Append one failure record (its raw answer cut at MAX_RAW_CHARS)."""

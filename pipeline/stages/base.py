@@ -63,11 +63,10 @@ class Stage:
     template: PromptTemplate
     taxonomy: Taxonomy
     fields: dict[str, str] = field(default_factory=dict)
+    name: str = field(init=False)  # the spec's name (`tldr`, `tags`, ...), read on hot paths
 
-    @property
-    def name(self) -> str:
-        """The stage's name (`tldr`, `tags`, ...)."""
-        return self.spec.name
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", self.spec.name)
 
     @cached_property
     def json_schema(self) -> dict[str, Any]:

@@ -16,7 +16,8 @@ from pipeline.errors import ConfigError
 from pipeline.schemas import GroundingError, context_abstract
 from pipeline.stages.base import StageSpec
 from pipeline.taxonomy import Taxonomy
-from pipeline.text import canonical_number, find_span, normalize_ws, numbers_in
+from pipeline.spans import locate
+from pipeline.text import canonical_number, normalize_ws, numbers_in
 
 MAX_CLAIMS = 12
 DEFINITION_FILE = "claimed_result.md"
@@ -47,18 +48,20 @@ class Claim(BaseModel):
             raise ValueError("evidence must be a span of the abstract, not a fragment")
         if self.kind == "quantitative" and (not self.value or canonical_number(self.value) is None):
             raise ValueError("a quantitative claim needs a numeric value")
-        if self.value:
-            number = canonical_number(self.value)
-            if number is not None and number not in numbers_in(self.evidence):
-                raise GroundingError(f"value {self.value!r} does not occur in its evidence")
         abstract = context_abstract(info)
         if abstract is not None:
-            span = find_span(abstract, self.evidence)
+            span = locate(abstract, self.evidence)
             if span is None:
                 raise GroundingError(
                     f"evidence is not verbatim in the abstract: {self.evidence[:80]!r}"
                 )
+            # What is stored is the abstract's own text, wherever the model's typography differed.
+            self.evidence = normalize_ws(abstract[span[0] : span[1]])
             self.span = span
+        if self.value:
+            number = canonical_number(self.value)
+            if number is not None and number not in numbers_in(self.evidence):
+                raise GroundingError(f"value {self.value!r} does not occur in its evidence")
         return self
 
 

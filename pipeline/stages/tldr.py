@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from pipeline.schemas import GroundingError, context_abstract
 from pipeline.stages.base import StageSpec
 from pipeline.taxonomy import Taxonomy
-from pipeline.text import normalize_ws, numbers_in, split_sentences
+from pipeline.text import abstract_numbers, normalize_ws, numbers_in, split_sentences
 
 TLDR_MAX_WORDS = 35
 
@@ -33,8 +33,8 @@ class TldrOutput(BaseModel):
         if len(split_sentences(value)) != 1:
             raise ValueError("tldr must be exactly one sentence")
         abstract = context_abstract(info)
-        if abstract is not None:
-            known = set(numbers_in(abstract))
+        if abstract is not None and any(ch.isdigit() for ch in value):
+            known = abstract_numbers(abstract)
             foreign = [n for n in numbers_in(value) if n not in known]
             if foreign:
                 raise GroundingError(
