@@ -14,9 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validat
 
 from pipeline.errors import ConfigError
 from pipeline.schemas import GroundingError, context_abstract
+from pipeline.spans import locate
 from pipeline.stages.base import StageSpec
 from pipeline.taxonomy import Taxonomy
-from pipeline.spans import locate
 from pipeline.text import canonical_number, normalize_ws, numbers_in
 
 MAX_CLAIMS = 12
