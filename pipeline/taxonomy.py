@@ -20,6 +20,7 @@ class Tag(BaseModel):
     id: str = Field(pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
     label: str
     synonyms: tuple[str, ...] = ()
+    definition: str | None = None
 
 
 class Facet(BaseModel):

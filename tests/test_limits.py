@@ -80,6 +80,7 @@ def test_requests_per_minute_is_a_token_bucket_not_a_minute_burst(tmp_path):
     rpm, n = 900, 45  # 15 requests/s, a one-second burst of 15; a minute's worth would be all 45
     rate = rpm / 60
     with OpenAIServer(ServerConfig(), answer_fn=answer) as server:
+        started = time.monotonic()
         run(tmp_path, server, n, requests_per_minute=rpm, max_concurrency=32)
         arrivals = sorted(server.stats()["arrivals"])
     assert len(arrivals) == n
@@ -87,10 +88,11 @@ def test_requests_per_minute_is_a_token_bucket_not_a_minute_burst(tmp_path):
     # of refill. JITTER: the server sees sends a little late and bunched when the CPU is busy.
     assert max_in_window(arrivals, 0.25) <= 1.25 * rate + JITTER
     assert max_in_window(arrivals, 1.0) <= 2 * rate + JITTER
-    # Over the run the configured rate holds: after the burst, the rest take (n - burst) / rate.
+    # Over the run the configured rate holds: after the burst, the rest take (n - burst) / rate,
+    # counted from when the run (and its bucket) started: load can only make that later.
     expected = (n - rate) / rate
-    span = arrivals[-1] - arrivals[0]
-    assert expected - 0.15 <= span <= 1.3 * expected + 0.2, (span, expected)
+    assert arrivals[-1] - started >= expected - 0.05, (arrivals[-1] - started, expected)
+    assert arrivals[-1] - arrivals[0] <= 3 * expected + 2, "far slower than the configured rate"
 
 
 def test_tokens_per_minute_is_a_token_bucket_counted_by_the_server(tmp_path):

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import pytest
+from scaling import assert_scales_linearly
 
 from pipeline.offline.claims import extract_claims
 from pipeline.stages.claims import MAX_CLAIMS, Claim, ClaimsOutput
@@ -239,11 +239,10 @@ def test_junk_input_returns_valid_claims(text):
         "x9%" * 350_000,
     ],
 )
-def test_megabyte_input_is_fast(text):
-    start = time.perf_counter()
-    claims = _validate(text)
-    assert time.perf_counter() - start < 2.0
-    assert len(claims) <= MAX_CLAIMS
+def test_megabyte_input_scales_linearly(text):
+    tenth = text[: len(text) // 10]
+    assert_scales_linearly(lambda: extract_claims(tenth), lambda: extract_claims(text), 10)
+    assert len(_validate(text)) <= MAX_CLAIMS
 
 
 def test_many_results_are_capped():
@@ -256,12 +255,3 @@ def test_many_results_are_capped():
 def test_non_string_input_gives_no_claims():
     assert extract_claims(None) == []  # type: ignore[arg-type]
     assert extract_claims(b"5% better") == []  # type: ignore[arg-type]
-
-
-def test_throughput_on_samples():
-    start = time.perf_counter()
-    for _ in range(5):
-        for text in SAMPLES:
-            extract_claims(text)
-    rate = 5 * len(SAMPLES) / (time.perf_counter() - start)
-    assert rate > 500, f"{rate:.0f} abstracts/s"  # ~3000/s on a quiet 2-core machine

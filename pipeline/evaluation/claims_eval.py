@@ -3,6 +3,9 @@
 Gold file (``tests/data/claims_gold.jsonl``): one JSON object per line,
 ``{"id", "source", "abstract", "claims": [{"kind", "metric", "value", "unit", "dataset",
 "evidence"}]}`` with ``id == text_hash(abstract)`` and ``source == "<file>#<position>"``.
+The SciTLDR gold sets (``claims_gold_dev.jsonl``, ``claims_gold_train.jsonl``; see
+``tests/data/GOLD.md``) have ``source == "scitldr-<split>#<paper_id>"`` and claims that also
+carry ``comparison``, ``statement`` and ``metric_ok`` (other acceptable metric names).
 
 Annotation guideline used for the gold set: a claim is a result the paper reports, i.e. a
 measured value (score, gain, share of cases, speedup, cost ratio) or an evaluative
@@ -31,10 +34,22 @@ gold set are ignored (listed under ``ignored_ids``).
 Rates: precision = TP / predicted, recall = TP / gold, F1 = 2TP / (2TP + FP + FN); each is
 None when its denominator is 0. Per kind, precision counts the predictions of that kind
 that were matched and recall the gold claims of that kind that were matched.
+
+Metric acceptability (``metric_acceptable`` in the output: count, of, share): over the
+matched pairs whose *gold* claim is quantitative, the share whose predicted ``metric`` is
+acceptable. Names compare case-insensitively after collapsing whitespace; an empty or
+whitespace-only name counts as null. When the gold ``metric`` is set, the prediction must
+equal it or one of the gold claim's optional ``metric_ok`` names (a null prediction is not
+acceptable). When the gold ``metric`` is null (the abstract names none), a null prediction
+is acceptable, and so is a name in ``metric_ok`` or one that occurs in the gold evidence as
+whole words (so "speedup" is accepted for the evidence "3.1x speedup", "up" is not for
+"speedup"). ``share`` is None when no quantitative pair was matched. Per abstract,
+``metric_unacceptable`` lists the matched [predicted, gold] index pairs that failed.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -157,6 +172,38 @@ def match_claims(
     return sorted(matched)
 
 
+def _metric_name(name: object) -> str | None:
+    """A metric name folded for comparison (lowercase, single spaces), or None if empty."""
+    if name is None:
+        return None
+    folded = " ".join(str(name).split()).lower()
+    return folded or None
+
+
+def metric_acceptable(predicted_metric: object, gold_claim: Mapping) -> bool:
+    """True if `predicted_metric` is an acceptable metric name for `gold_claim` (module doc)."""
+    pred = _metric_name(predicted_metric)
+    gold = _metric_name(gold_claim.get("metric"))
+    accepted = {_metric_name(m) for m in gold_claim.get("metric_ok") or []} - {None}
+    if gold is not None:
+        return pred is not None and (pred == gold or pred in accepted)
+    if pred is None or pred in accepted:
+        return True
+    evidence = _metric_name(gold_claim.get("evidence")) or ""
+    return re.search(rf"(?<!\w){re.escape(pred)}(?!\w)", evidence) is not None
+
+
+def _metric_checks(
+    predicted: list[Mapping], gold: list[Mapping], pairs: list[tuple[int, int]]
+) -> list[tuple[int, int, bool]]:
+    """(predicted index, gold index, acceptable) for matched pairs with a quantitative gold claim."""
+    return [
+        (i, j, metric_acceptable(predicted[i].get("metric"), gold[j]))
+        for i, j in pairs
+        if gold[j].get("kind") == "quantitative"
+    ]
+
+
 def _rates(tp: int, n_pred: int, n_gold: int) -> dict:
     fp, fn = n_pred - tp, n_gold - tp
     return {
@@ -172,6 +219,7 @@ def _abstract_detail(
     pairs = match_claims(predicted, gold, abstract)
     matched_p = {i for i, _ in pairs}
     matched_g = {j for _, j in pairs}
+    checks = _metric_checks(predicted, gold, pairs)
     return {
         "tp": len(pairs),
         "fp": len(predicted) - len(pairs),
@@ -179,6 +227,8 @@ def _abstract_detail(
         "matches": [list(p) for p in pairs],
         "unmatched_predicted": [i for i in range(len(predicted)) if i not in matched_p],
         "unmatched_gold": [j for j in range(len(gold)) if j not in matched_g],
+        "metric_checked": len(checks),
+        "metric_unacceptable": [[i, j] for i, j, ok in checks if not ok],
     }
 
 
@@ -247,12 +297,19 @@ def score_claims(
     tp = sum(d["tp"] for d in details.values())
     n_pred = sum(d["tp"] + d["fp"] for d in details.values())
     n_gold = sum(d["tp"] + d["fn"] for d in details.values())
+    checked = sum(d["metric_checked"] for d in details.values())
+    accepted = checked - sum(len(d["metric_unacceptable"]) for d in details.values())
     return {
         "tp": tp,
         "fp": n_pred - tp,
         "fn": n_gold - tp,
         **_rates(tp, n_pred, n_gold),
         "by_kind": _by_kind(predicted, gold, details),
+        "metric_acceptable": {
+            "count": accepted,
+            "of": checked,
+            "share": accepted / checked if checked else None,
+        },
         "abstracts": details,
         "ignored_ids": sorted(set(predicted) - set(gold)),
     }

@@ -1,0 +1,347 @@
+"""The SciTLDR gold sets (claims and tags, dev and train), tag scoring and metric acceptability."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline.errors import InputError
+from pipeline.evaluation.claims_eval import (
+    gold_problems,
+    load_gold,
+    load_gold_abstracts,
+    metric_acceptable,
+    read_gold,
+    score_claims,
+)
+from pipeline.evaluation.tags_eval import load_tags_gold, score_tags, tags_gold_problems
+from pipeline.taxonomy import load_taxonomy
+from pipeline.text import text_hash
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data"
+TAXONOMY = ROOT / "prompts" / "taxonomy.yaml"
+SIZES = {"dev": 65, "train": 40}  # promised in tests/data/GOLD.md
+SPLITS = tuple(SIZES)
+CLAIM_KEYS = {
+    "kind",
+    "metric",
+    "metric_ok",
+    "value",
+    "unit",
+    "dataset",
+    "comparison",
+    "evidence",
+    "statement",
+}
+SCITLDR_CANDIDATES = [
+    ROOT.parent / "shared" / "data" / "scitldr",
+    ROOT.parents[1] / "shared" / "data" / "scitldr",
+]
+
+
+def claims_path(split: str) -> Path:
+    return DATA / f"claims_gold_{split}.jsonl"
+
+
+def tags_path(split: str) -> Path:
+    return DATA / f"tags_gold_{split}.jsonl"
+
+
+@pytest.fixture(scope="module")
+def tax():
+    return load_taxonomy(TAXONOMY)
+
+
+# --- the gold files ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_claims_gold_is_valid_and_complete(split):
+    records = read_gold(claims_path(split))
+    assert gold_problems(records) == []
+    assert len(records) == SIZES[split]
+    for record in records:
+        assert set(record) == {"id", "source", "abstract", "claims"}
+        assert record["source"].startswith(f"scitldr-{split}#")
+        assert record["id"] == text_hash(record["abstract"])
+        for claim in record["claims"]:
+            assert set(claim) == CLAIM_KEYS, record["source"]
+            assert claim["evidence"] in record["abstract"], "evidence is an exact substring"
+            assert claim["metric"] is None or claim["metric"].strip()
+            assert isinstance(claim["metric_ok"], list)
+            assert all(isinstance(m, str) and m.strip() for m in claim["metric_ok"])
+            assert claim["metric"] not in claim["metric_ok"]
+            assert claim["statement"].strip()
+            if claim["kind"] == "qualitative":
+                assert claim["unit"] is None
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_claims_gold_covers_both_kinds_and_empty_abstracts(split):
+    records = read_gold(claims_path(split))
+    claims = [c for r in records for c in r["claims"]]
+    assert sum(not r["claims"] for r in records) >= 3  # abstracts without results stay in
+    assert sum(c["kind"] == "quantitative" for c in claims) >= 10
+    assert sum(c["kind"] == "qualitative" for c in claims) >= 30
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_tags_gold_is_valid_and_complete(split, tax):
+    records = load_tags_gold(tags_path(split))
+    assert tags_gold_problems(records, tax) == []
+    assert len(records) == SIZES[split]
+    assert all(r["source"].startswith(f"scitldr-{split}#") for r in records.values())
+    assert all(1 <= len(r["tags"]) <= 4 for r in records.values())
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_claims_and_tags_gold_label_the_same_abstracts(split):
+    claims = {r["id"]: r for r in read_gold(claims_path(split))}
+    tags = load_tags_gold(tags_path(split))
+    assert list(claims) == list(tags)
+    for key, record in tags.items():
+        assert (record["source"], record["abstract"]) == (
+            claims[key]["source"],
+            claims[key]["abstract"],
+        )
+
+
+def test_dev_and_train_gold_do_not_share_abstracts():
+    dev = set(load_tags_gold(tags_path("dev")))
+    train = set(load_tags_gold(tags_path("train")))
+    assert not dev & train
+
+
+def _scitldr_dir() -> Path | None:
+    return next((p for p in SCITLDR_CANDIDATES if (p / "dev.jsonl").is_file()), None)
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_gold_sample_is_the_documented_deterministic_draw(split):
+    """GOLD.md: rows sorted by sha256(paper_id), first N, skipping repeated abstracts."""
+    folder = _scitldr_dir()
+    if folder is None:
+        pytest.skip("SciTLDR split files not found beside the repository")
+    rows = [json.loads(line) for line in (folder / f"{split}.jsonl").read_text().splitlines()]
+    rows.sort(key=lambda r: hashlib.sha256(r["paper_id"].encode("utf-8")).hexdigest())
+    expected, seen = [], set()
+    for row in rows:
+        abstract = " ".join(row["source"])
+        if text_hash(abstract) in seen:
+            continue
+        seen.add(text_hash(abstract))
+        expected.append((f"scitldr-{split}#{row['paper_id']}", abstract))
+        if len(expected) == SIZES[split]:
+            break
+    got = [(r["source"], r["abstract"]) for r in read_gold(claims_path(split))]
+    assert got == expected
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_claims_gold_scores_perfectly_against_itself(split):
+    gold = load_gold(claims_path(split))
+    result = score_claims(gold, gold, abstracts=load_gold_abstracts(claims_path(split)))
+    assert (result["fp"], result["fn"]) == (0, 0)
+    quantitative = sum(c["kind"] == "quantitative" for v in gold.values() for c in v)
+    assert result["metric_acceptable"] == {"count": quantitative, "of": quantitative, "share": 1.0}
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_tags_gold_scores_perfectly_against_itself(split):
+    gold = load_tags_gold(tags_path(split))
+    result = score_tags({k: r["tags"] for k, r in gold.items()}, gold)
+    assert (result["precision"], result["recall"], result["f1"]) == (1.0, 1.0, 1.0)
+    assert result["primary_exact"] == 1.0
+
+
+# --- load_tags_gold and tags_gold_problems ----------------------------------------------
+
+
+def tag_record(abstract="An abstract about GANs.", tags=("generative-adversarial-networks",), **kw):
+    record = {
+        "id": text_hash(abstract),
+        "source": "test#1",
+        "abstract": abstract,
+        "tags": list(tags),
+        "acceptable": [],
+    }
+    return {**record, **kw}
+
+
+def write_lines(tmp_path, *lines: str) -> Path:
+    path = tmp_path / "gold.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("bad_line", "message"),
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "expected a JSON object"),
+        (json.dumps({"id": "x", "source": "s", "abstract": "a", "tags": []}), "missing key"),
+        (json.dumps({**tag_record("Other."), "tags": "gan"}), "'tags' must be a list"),
+        (json.dumps(tag_record("Other.", acceptable=[1])), "'acceptable' must be a list"),
+        (json.dumps(tag_record(abstract="")), "'abstract' must be a non-empty string"),
+    ],
+)
+def test_load_tags_gold_names_file_and_line_of_a_bad_row(tmp_path, bad_line, message):
+    path = write_lines(tmp_path, json.dumps(tag_record()), "", bad_line)
+    with pytest.raises(InputError, match=message) as info:
+        load_tags_gold(path)
+    assert f"{path}:3:" in str(info.value)
+
+
+def test_load_tags_gold_rejects_duplicates_and_missing_files(tmp_path):
+    path = write_lines(tmp_path, json.dumps(tag_record()), json.dumps(tag_record()))
+    with pytest.raises(InputError, match=r":2: duplicate id"):
+        load_tags_gold(path)
+    with pytest.raises(InputError, match="cannot read"):
+        load_tags_gold(tmp_path / "absent.jsonl")
+
+
+def test_tags_gold_problems_catches_bad_records(tax):
+    good = tag_record()
+    assert tags_gold_problems([good], tax) == []
+    cases = {
+        "id does not match": {**good, "id": "0" * 16},
+        "unknown tags id(s) no-such-tag": {**good, "tags": ["no-such-tag"]},
+        "unknown acceptable id(s) nope": {**good, "acceptable": ["nope"]},
+        "in both tags and acceptable": {**good, "acceptable": list(good["tags"])},
+        "no required tag": {**good, "tags": []},
+        "is a contribution type": {**good, "tags": ["new-method", "pruning"]},
+        "repeated id in tags": {**good, "tags": ["pruning", "pruning"]},
+    }
+    for message, record in cases.items():
+        assert any(message in p for p in tags_gold_problems([record], tax)), message
+    assert any("duplicate id" in p for p in tags_gold_problems([good, good], tax))
+    assert tags_gold_problems({good["id"]: good}, tax) == []  # a loaded mapping works too
+
+
+# --- score_tags on hand-made cases ------------------------------------------------------
+
+
+def gold_of(**records: tuple[list[str], list[str]]) -> dict:
+    return {key: {"tags": tags, "acceptable": acc} for key, (tags, acc) in records.items()}
+
+
+GOLD = gold_of(a=(["pruning", "efficiency"], ["model-compression"]), b=(["fairness"], []))
+
+
+def test_perfect_prediction():
+    result = score_tags({"a": ["pruning", "efficiency"], "b": ["fairness"]}, GOLD)
+    assert (result["precision"], result["recall"], result["f1"]) == (1.0, 1.0, 1.0)
+    assert result["primary_accuracy"] == result["primary_exact"] == 1.0
+    assert result["abstracts"]["a"]["wrong"] == result["abstracts"]["a"]["missed"] == []
+
+
+def test_acceptable_tags_help_precision_but_not_recall():
+    # a: pruning (required), model-compression (acceptable), games (wrong); b: nothing.
+    result = score_tags({"a": ["model-compression", "pruning", "games"]}, GOLD)
+    assert (result["predicted"], result["correct"], result["wrong"]) == (3, 2, 1)
+    assert (result["required"], result["found"], result["missed"]) == (3, 1, 2)
+    assert result["precision"] == 2 / 3
+    assert result["recall"] == 1 / 3
+    assert result["f1"] == pytest.approx(2 * (2 / 3) * (1 / 3) / (2 / 3 + 1 / 3))
+    detail = result["abstracts"]["a"]
+    assert detail["correct"] == ["model-compression", "pruning"]
+    assert detail["wrong"] == ["games"]
+    assert detail["missed"] == ["efficiency"]
+    # primary: acceptable counts for primary_accuracy, not for the stricter shares; b is a miss
+    assert result["primary_accuracy"] == 0.5
+    assert result["primary_required"] == 0.0
+    assert result["primary_exact"] == 0.0
+    assert result["abstracts"]["b"]["missed"] == ["fairness"]
+
+
+def test_primary_required_versus_exact():
+    result = score_tags({"a": ["efficiency", "pruning"], "b": ["games", "fairness"]}, GOLD)
+    assert result["primary_accuracy"] == 0.5  # b's first tag is wrong
+    assert result["primary_required"] == 0.5
+    assert result["primary_exact"] == 0.0  # a's first tag is required but not the primary
+    assert result["recall"] == 1.0
+    assert result["precision"] == 3 / 4
+
+
+def test_duplicates_are_dropped_and_unknown_ids_ignored():
+    result = score_tags({"a": ["pruning", "pruning", "games"], "zzz": ["fairness"]}, GOLD)
+    assert result["abstracts"]["a"]["predicted"] == ["pruning", "games"]
+    assert (result["predicted"], result["correct"]) == (2, 1)
+    assert result["ignored_ids"] == ["zzz"]
+    assert result["abstracts_scored"] == 2
+
+
+def test_empty_denominators_give_none():
+    nothing = score_tags({}, GOLD)
+    assert nothing["precision"] is None and nothing["f1"] is None
+    assert nothing["recall"] == 0.0
+    assert nothing["primary_accuracy"] == 0.0
+    empty_gold = score_tags({"a": ["pruning"]}, {})
+    assert empty_gold["precision"] is None and empty_gold["recall"] is None
+    assert empty_gold["primary_accuracy"] is None
+    assert empty_gold["ignored_ids"] == ["a"]
+
+
+def test_all_wrong_gives_zero_f1_not_none():
+    result = score_tags({"a": ["games"], "b": ["games"]}, GOLD)
+    assert (result["precision"], result["recall"], result["f1"]) == (0.0, 0.0, 0.0)
+
+
+# --- metric acceptability ---------------------------------------------------------------
+
+
+def gold_claim(metric, ok=(), evidence="Foo reaches 91.2% top-1 accuracy on ImageNet"):
+    return {"kind": "quantitative", "metric": metric, "metric_ok": list(ok), "evidence": evidence}
+
+
+@pytest.mark.parametrize(
+    ("predicted", "gold", "expected"),
+    [
+        ("top-1 accuracy", gold_claim("top-1 accuracy"), True),
+        ("  Top-1   Accuracy ", gold_claim("top-1 accuracy"), True),  # case and spaces
+        ("accuracy", gold_claim("top-1 accuracy", ["accuracy", "top-1"]), True),
+        ("accuracy", gold_claim("top-1 accuracy"), False),
+        (None, gold_claim("top-1 accuracy"), False),
+        ("", gold_claim("top-1 accuracy"), False),
+        (None, gold_claim(None), True),  # the abstract names no metric, nor does the prediction
+        ("   ", gold_claim(None), True),
+        ("Top-1 Accuracy", gold_claim(None), True),  # words of the evidence
+        ("speedup", gold_claim(None, evidence="3.1x speedup over X"), True),
+        ("up", gold_claim(None, evidence="3.1x speedup over X"), False),  # a fragment, not words
+        ("latency", gold_claim(None, ["latency"], evidence="3.1x faster"), True),
+        ("BLEU", gold_claim(None, evidence="3.1x faster"), False),
+    ],
+)
+def test_metric_acceptable_rule(predicted, gold, expected):
+    assert metric_acceptable(predicted, gold) is expected
+
+
+def test_score_claims_reports_metric_acceptability_over_matched_quantitative_pairs():
+    abstract = "Foo reaches 91.2% top-1 accuracy on ImageNet. It also outperforms Bar on COCO."
+    acc = "Foo reaches 91.2% top-1 accuracy on ImageNet"
+    gold = {
+        "a": [
+            {**gold_claim("top-1 accuracy", ["accuracy"]), "value": "91.2"},
+            {"kind": "qualitative", "metric": None, "value": None, "evidence": "outperforms Bar"},
+        ],
+        "b": [{**gold_claim("top-1 accuracy"), "value": "91.2"}],
+    }
+    predicted = {
+        "a": [
+            {"kind": "quantitative", "value": "91.2", "metric": "Accuracy", "evidence": acc},
+            {"kind": "qualitative", "value": None, "metric": "nonsense", "evidence": "outperforms"},
+        ],
+        "b": [{"kind": "quantitative", "value": "91.2", "metric": "error", "evidence": acc}],
+    }
+    result = score_claims(predicted, gold, abstracts={"a": abstract, "b": abstract})
+    assert result["tp"] == 3
+    # the qualitative pair is not checked; a is acceptable, b is not
+    assert result["metric_acceptable"] == {"count": 1, "of": 2, "share": 0.5}
+    assert result["abstracts"]["b"]["metric_unacceptable"] == [[0, 0]]
+    assert result["abstracts"]["a"]["metric_unacceptable"] == []
+    unmatched = score_claims({}, gold, abstracts={"a": abstract, "b": abstract})
+    assert unmatched["metric_acceptable"] == {"count": 0, "of": 0, "share": None}
