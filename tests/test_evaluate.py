@@ -131,3 +131,23 @@ def test_eval_bad_rows_exit_2_with_one_message(tmp_path, command, content, messa
     assert res.exit_code == 2, res.output
     assert message in res.stderr and "Traceback" not in res.output
     assert len(res.stderr.strip().splitlines()) <= 2  # the backend line and the error
+
+
+def test_eval_tags_scores_against_the_gold_file(tmp_path):
+    result = invoke(
+        "eval",
+        "tags",
+        DATA / "tags_gold_train.jsonl",
+        "--out",
+        tmp_path / "ev",
+        "--cache-dir",
+        tmp_path / "cache",
+        "--no-progress",
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads((tmp_path / "ev" / "eval.json").read_text())
+    assert data["task"] == "tags" and data["abstracts"] == 40
+    s = data["scores"]
+    assert s["correct"] + s["wrong"] == s["predicted"] and s["found"] + s["missed"] == s["required"]
+    assert 0 < s["precision"] <= 1 and 0 < s["recall"] <= 1
+    assert "| precision | recall |" in result.output

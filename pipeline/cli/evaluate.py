@@ -21,7 +21,7 @@ def _eval_dir(out: Path | None, task: str) -> Path:
 
 @main.group("eval")
 def eval_group() -> None:
-    """Measure quality: TL;DR ROUGE, claim extraction, grounding."""
+    """Measure quality: TL;DR ROUGE, claim extraction, tags, grounding."""
 
 
 @eval_group.command("tldr")
@@ -62,6 +62,25 @@ def eval_claims(gold: Path, out: Path | None, config_path, no_progress, **flags)
 
     out = _eval_dir(out, "claims")
     _finish(evaluate_claims(settings, gold, out), out)
+
+
+@eval_group.command("tags")
+@click.argument("gold", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    help="Folder for eval.json / eval.md [default: outputs/eval-tags-<timestamp>].",
+)
+@run_options
+def eval_tags(gold: Path, out: Path | None, config_path, no_progress, **flags) -> None:
+    """Precision/recall/F1 and primary-tag accuracy of the tags stage against GOLD
+    (see tests/data/tags_gold_dev.jsonl and tests/data/GOLD.md)."""
+    settings = settings_from_flags(config_path, no_progress, flags)
+    click.echo(describe_backend(settings), err=True)
+    from pipeline.evaluation.tasks import evaluate_tags
+
+    out = _eval_dir(out, "tags")
+    _finish(evaluate_tags(settings, gold, out), out)
 
 
 @eval_group.command("grounding")

@@ -26,11 +26,11 @@ tags or acceptable), the ``wrong`` ones (in neither) and the ``missed`` required
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from pipeline.errors import InputError
+from pipeline.jsonl import iter_jsonl
 from pipeline.taxonomy import Taxonomy
 from pipeline.text import text_hash
 
@@ -42,11 +42,7 @@ def _id_list(value: object) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
 
 
-def _parse_line(line: str, where: str) -> dict:
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{where}: not valid JSON ({exc.msg})") from None
+def _check_record(record: object, where: str) -> dict:
     if not isinstance(record, dict):
         raise InputError(f"{where}: expected a JSON object, got {type(record).__name__}")
     missing = [k for k in REQUIRED_KEYS if k not in record]
@@ -64,16 +60,10 @@ def _parse_line(line: str, where: str) -> dict:
 def load_tags_gold(path: Path) -> dict[str, dict]:
     """Gold records by abstract id, in file order; InputError (with file:line) on a bad row."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read tags gold file {path}: {exc}") from None
     records: dict[str, dict] = {}
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    for lineno, row in iter_jsonl(path):
         where = f"{path}:{lineno}"
-        record = _parse_line(line, where)
+        record = _check_record(row, where)
         if record["id"] in records:
             raise InputError(f"{where}: duplicate id {record['id']}")
         records[record["id"]] = record

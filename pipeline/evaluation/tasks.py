@@ -17,6 +17,7 @@ from pipeline.config import Settings
 from pipeline.errors import InputError
 from pipeline.evaluation.claims_eval import load_gold, load_gold_abstracts, score_claims
 from pipeline.evaluation.grounding import grounding_report
+from pipeline.evaluation.tags_eval import load_tags_gold, score_tags, tags_gold_problems
 from pipeline.evaluation.rouge import PROTOCOLS, lead1, oracle_sentence, score_rouge
 from pipeline.ingest import read_inputs
 from pipeline.job import JobResult, load_project_taxonomy, run_job
@@ -127,6 +128,30 @@ def evaluate_claims(settings: Settings, gold_path: Path, out_dir: Path) -> dict:
     }
 
 
+def evaluate_tags(settings: Settings, gold_path: Path, out_dir: Path) -> dict:
+    """Precision/recall/F1 and primary-tag accuracy of the tags stage against a gold file."""
+    gold = load_tags_gold(gold_path)
+    taxonomy = load_project_taxonomy(settings)
+    problems = tags_gold_problems(gold, taxonomy)
+    if problems:
+        raise InputError(f"invalid tags gold file {gold_path}: " + "; ".join(problems[:10]))
+    rows = [{"id": gid, "abstract": r["abstract"]} for gid, r in gold.items()]
+    job, records = _run_stage(settings, "tags", rows, out_dir)
+    predicted = {
+        gid: (_stage_output(records.get(gid), "tags") or {}).get("tags", []) for gid in gold
+    }
+    scores = score_tags(predicted, gold)
+    return {
+        "task": "tags",
+        "data": str(gold_path),
+        "system": f"{job.manifest.backend} ({job.manifest.model})",
+        "abstracts": len(gold),
+        "scores": {k: v for k, v in scores.items() if k != "abstracts"},
+        "per_abstract": scores["abstracts"],
+        "run_dir": str(job.run_dir),
+    }
+
+
 def evaluate_grounding(settings: Settings, run_dir: Path) -> dict:
     """Grounding figures for any run folder."""
     reader = RunReader(run_dir)
@@ -168,11 +193,33 @@ def markdown(result: dict) -> str:
                 f"| {kind} | {_pct(k.get('precision'))} | {_pct(k.get('recall'))} | {_pct(k.get('f1'))} | | | |"
             )
         g = result["grounding"]["claims"]
+        m = s.get("metric_acceptable") or {}
         lines += [
             "",
             f"Evidence verbatim in abstract: {_pct(g['evidence_grounded_share'])} of {g['claims']} claims.",
         ]
+        if m:
+            lines.append(
+                f"Metric name acceptable on {_pct(m.get('share'))} of matched quantitative "
+                f"claims ({m.get('count')}/{m.get('of')})."
+            )
         return "\n".join(lines) + "\n"
+    if result["task"] == "tags":
+        s = result["scores"]
+        return (
+            "\n".join(
+                [
+                    f"Tags vs gold ({result['abstracts']} abstracts), system {result['system']}",
+                    "",
+                    "| precision | recall | F1 | primary ok | primary required | predicted | wrong | missed |",
+                    "|---:|---:|---:|---:|---:|---:|---:|---:|",
+                    f"| {_pct(s['precision'])} | {_pct(s['recall'])} | {_pct(s['f1'])} "
+                    f"| {_pct(s['primary_accuracy'])} | {_pct(s['primary_required'])} "
+                    f"| {s['predicted']} | {s['wrong']} | {s['missed']} |",
+                ]
+            )
+            + "\n"
+        )
     c, t, g = result["claims"], result["tldr"], result["tags"]
     return (
         "\n".join(
