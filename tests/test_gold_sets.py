@@ -181,7 +181,7 @@ def write_lines(tmp_path, *lines: str) -> Path:
 @pytest.mark.parametrize(
     ("bad_line", "message"),
     [
-        ("{not json", "not valid JSON"),
+        ("{not json", "invalid line"),
         ("[1, 2]", "expected a JSON object"),
         (json.dumps({"id": "x", "source": "s", "abstract": "a", "tags": []}), "missing key"),
         (json.dumps({**tag_record("Other."), "tags": "gan"}), "'tags' must be a list"),

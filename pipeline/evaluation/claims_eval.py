@@ -194,7 +194,7 @@ def metric_acceptable(predicted_metric: object, gold_claim: Mapping) -> bool:
 
 
 def _metric_checks(
-    predicted: list[Mapping], gold: list[Mapping], pairs: list[tuple[int, int]]
+    predicted: Sequence[Mapping], gold: Sequence[Mapping], pairs: list[tuple[int, int]]
 ) -> list[tuple[int, int, bool]]:
     """(predicted index, gold index, acceptable) for matched pairs with a quantitative gold claim."""
     return [

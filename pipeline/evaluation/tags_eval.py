@@ -82,7 +82,7 @@ def tags_gold_problems(
         where = record.get("source") or record.get("id") or "?"
         if record.get("id") in seen:
             problems.append(f"{where}: duplicate id {record.get('id')}")
-        seen.add(record.get("id"))
+        seen.add(str(record.get("id")))
         if record.get("id") != text_hash(record.get("abstract") or ""):
             problems.append(f"{where}: id does not match text_hash(abstract)")
         tags = list(record.get("tags") or [])
