@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
@@ -15,6 +16,16 @@ from pipeline.prompts import PACKAGE_PROMPTS_DIR
 from pipeline.stages import stage_names
 
 DEFAULT_CONFIG_FILE = Path("config.yaml")
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+def public_url(url: str) -> str:
+    """`url` without user:password (and with a trailing slash dropped): safe to print and store."""
+    parts = urlsplit(url.strip())
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), parts.query, ""))
 
 # Environment variables read (secrets only from here, never from files or flags).
 ENV_API_KEY = "OPENAI_API_KEY"
@@ -73,11 +84,22 @@ class Settings(BaseModel):
         return "openai" if (self.api_key is not None or self.base_url) else "offline"
 
     @property
+    def endpoint(self) -> str | None:
+        """The endpoint answers come from, without any credentials (None for offline)."""
+        if self.resolved_provider == "offline":
+            return None
+        return public_url(self.base_url or DEFAULT_BASE_URL)
+
+    @property
     def generation_params(self) -> dict[str, Any]:
-        """Parameters that change what a model answers; part of every cache key."""
+        """Everything besides prompt, model and text that changes an answer: in every cache key.
+
+        The endpoint is part of it, so answers of one server are never served as another's.
+        """
         if self.resolved_provider == "offline":
             return {}
         return {
+            "endpoint": self.endpoint,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "response_format": self.response_format,

@@ -59,3 +59,42 @@ def test_cache_dir_has_one_file_per_stage(tmp_path):
     cache = Cache(tmp_path / "cache", ("tldr", "claims"))
     assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["claims.jsonl", "tldr.jsonl"]
     cache.close()
+
+
+def test_the_endpoint_and_the_taxonomy_synonyms_are_in_the_cache_key(tmp_path):
+    """Answers of one server are never served as another's; a synonym edit misses the cache."""
+    import shutil
+
+    from pipeline.config import load_settings
+    from pipeline.prompts import PACKAGE_PROMPTS_DIR
+    from pipeline.stages import build_stages
+    from pipeline.taxonomy import load_taxonomy
+
+    def key(base_url: str, prompts_dir):
+        settings = load_settings(
+            None, env={}, overrides={"provider": "openai", "base_url": base_url}
+        )
+        taxonomy = load_taxonomy(prompts_dir / "taxonomy.yaml")
+        tags = build_stages(("tags",), prompts_dir, taxonomy)["tags"]
+        return cache_key(
+            stage="tags",
+            prompt_hash=tags.prompt_hash,
+            schema_version=1,
+            backend="openai",
+            model="gpt-4o-mini",
+            params=settings.generation_params,
+            abstract_text="x",
+        )
+
+    a = key("http://localhost:8000/v1", PACKAGE_PROMPTS_DIR)
+    assert key("http://localhost:8000/v1/", PACKAGE_PROMPTS_DIR) == a  # the same endpoint
+    assert key("http://user:secret@localhost:8000/v1", PACKAGE_PROMPTS_DIR) == a
+    assert key("http://localhost:11434/v1", PACKAGE_PROMPTS_DIR) != a
+    edited = tmp_path / "prompts"
+    shutil.copytree(PACKAGE_PROMPTS_DIR, edited)
+    text = (edited / "taxonomy.yaml").read_text(encoding="utf-8")
+    (edited / "taxonomy.yaml").write_text(
+        text.replace("synonyms: [transformer,", "synonyms: [transformer, attention stack,", 1),
+        encoding="utf-8",
+    )
+    assert key("http://localhost:8000/v1", edited) != a

@@ -144,6 +144,7 @@ class StageRunner:
         return Provenance(
             backend=self.backend.name,
             model=self.backend.model,
+            endpoint=self.params.get("endpoint"),
             prompt_hash=stage.prompt_hash,
             schema_version=SCHEMA_VERSION,
             cache_key=key,

@@ -30,6 +30,7 @@ class Provenance(BaseModel):
     model_config = ConfigDict(extra="forbid")
     backend: str
     model: str
+    endpoint: str | None = None  # the server that answered (no credentials); None offline
     prompt_hash: str
     schema_version: int
     cache_key: str
