@@ -27,6 +27,7 @@ def public_url(url: str) -> str:
         host = f"{host}:{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), parts.query, ""))
 
+
 # Environment variables read (secrets only from here, never from files or flags).
 ENV_API_KEY = "OPENAI_API_KEY"
 ENV_BASE_URL = "OPENAI_BASE_URL"

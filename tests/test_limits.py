@@ -136,11 +136,11 @@ def test_tokens_per_minute_is_a_token_bucket_counted_by_the_server(tmp_path):
     # second at most that plus a second of refill; JITTER requests of slack as above.
     assert most_in(0.25) <= 1.25 * rate + JITTER * biggest
     assert most_in(1.0) <= 2 * rate + JITTER * biggest
-    # Over the run tokens flow at the configured rate.
+    # Over the run tokens flow at most at the configured rate (a lower bound on the flow would
+    # depend on how busy the machine is, so none is asserted).
     t0, t1 = timeline[0][0], timeline[-1][0]
     spent = sum(k for _, k in timeline[1:])
     assert spent <= rate * (t1 - t0) + rate + 2 * biggest
-    assert spent >= 0.7 * rate * (t1 - t0)
 
 
 @pytest.mark.parametrize("client_rpm", [None, 1200], ids=["no-client-rpm", "client-rpm"])

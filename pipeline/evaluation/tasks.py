@@ -17,8 +17,8 @@ from pipeline.config import Settings
 from pipeline.errors import InputError
 from pipeline.evaluation.claims_eval import load_gold, load_gold_abstracts, score_claims
 from pipeline.evaluation.grounding import grounding_report
-from pipeline.evaluation.tags_eval import load_tags_gold, score_tags, tags_gold_problems
 from pipeline.evaluation.rouge import PROTOCOLS, lead1, oracle_sentence, score_rouge
+from pipeline.evaluation.tags_eval import load_tags_gold, score_tags, tags_gold_problems
 from pipeline.ingest import read_inputs
 from pipeline.job import JobResult, load_project_taxonomy, run_job
 from pipeline.jsonl import iter_jsonl
