@@ -1,0 +1,289 @@
+"""Fit the offline TL;DR ranker on SciTLDR train and write `pipeline/offline/tldr_model.json`.
+
+    python -m bench.train_tldr                  # fit on all of train, write the model file
+    python -m bench.train_tldr --cv 5           # 5-fold cross-validation on train, no writing
+    python -m bench.train_tldr --check          # fit and compare with the shipped file
+    python -m bench.train_tldr --data PATH --out PATH --limit N
+
+Needs the `train` extra (numpy, scipy via scikit-learn). Every candidate the extractor would
+choose from (`pipeline.offline.tldr.candidate_table`: each sentence's compressed variants,
+restricted, as at inference, to the best stand-alone tier of its paper) is labelled with
+its ROUGE-1 F1 against the paper's human TL;DRs (the rouge-score tokenizer and Porter stemmer,
+best over references). A linear ranker is fitted listwise: per paper, softmax over the
+candidates' scores towards softmax(ROUGE-1 / TEMPERATURE), cross-entropy plus L2, with
+L-BFGS from zero. Dense features are standardized for the fit and the weights mapped back;
+lexical indicators seen in fewer than MIN_COUNT papers are left out. Everything is
+deterministic (no sampling but the fixed-seed fold split); weights are rounded to 4 decimals
+and written with sorted keys, so a rerun gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import sys
+from collections import Counter
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+from scipy import optimize, sparse
+
+from pipeline.offline import tldr
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DATA_CANDIDATES = [
+    REPO_ROOT.parent / "shared" / "data" / "scitldr",
+    REPO_ROOT.parents[1] / "shared" / "data" / "scitldr",
+]
+TEMPERATURE = 0.05
+L2_DENSE = 1.0
+L2_LEXICAL = 10.0
+MIN_COUNT = 20
+DECIMALS = 4
+SEED = 0
+MAX_ITER = 400
+LEXICAL = "w1"
+
+
+def default_data(name: str) -> Path:
+    for folder in DATA_CANDIDATES:
+        if (folder / name).exists():
+            return folder / name
+    return DATA_CANDIDATES[0] / name
+
+
+# --- ROUGE, as rouge-score computes it (tokenize, Porter-stem words of > 3 letters) ------------
+
+_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+
+
+@lru_cache(maxsize=1)
+def _stemmer():
+    from nltk.stem import porter
+
+    return porter.PorterStemmer()
+
+
+@lru_cache(maxsize=None)
+def _stem(word: str) -> str:
+    return _stemmer().stem(word) if len(word) > 3 else word
+
+
+@lru_cache(maxsize=None)
+def tokens(text: str) -> tuple[str, ...]:
+    return tuple(_stem(w) for w in _NON_ALNUM.sub(" ", text.lower()).split())
+
+
+def rouge_f1(prediction: str, reference: str, n: int = 1) -> float:
+    a, b = tokens(prediction), tokens(reference)
+    if n == 2:
+        a, b = tuple(zip(a, a[1:], strict=False)), tuple(zip(b, b[1:], strict=False))
+    if not a or not b:
+        return 0.0
+    overlap = sum((Counter(a) & Counter(b)).values())
+    if not overlap:
+        return 0.0
+    p, r = overlap / len(a), overlap / len(b)
+    return 2 * p * r / (p + r)
+
+
+def best_rouge1(prediction: str, references: list[str]) -> float:
+    return max(rouge_f1(prediction, ref) for ref in references)
+
+
+# --- data -------------------------------------------------------------------------------------
+
+
+def load_groups(path: Path, limit: int | None = None) -> list[dict]:
+    """Per paper: its candidates (best tier only), their labels, the references."""
+    groups = []
+    with path.open(encoding="utf-8") as fh:
+        for k, line in enumerate(fh):
+            if limit is not None and k >= limit:
+                break
+            paper = json.loads(line)
+            cands = tldr.candidate_table(" ".join(paper["source"]))
+            if not cands:
+                continue
+            tier = min(c.tier for c in cands)
+            cands = [c for c in cands if c.tier == tier]
+            labels = [best_rouge1(c.text, paper["target"]) for c in cands]
+            groups.append({"id": paper["paper_id"], "cands": cands, "labels": labels})
+    return groups
+
+
+def design(groups: list[dict], dense_names: list[str], lexicon: dict[str, int]):
+    """Sparse matrix of all candidates (dense features, then lexical indicators)."""
+    rows, cols, vals = [], [], []
+    d = len(dense_names)
+    dense_index = {name: j for j, name in enumerate(dense_names)}
+    r = 0
+    for g in groups:
+        for c in g["cands"]:
+            for name, v in c.dense.items():
+                j = dense_index.get(name)
+                if v and j is not None:
+                    rows.append(r)
+                    cols.append(j)
+                    vals.append(v)
+            for name in c.lexical:
+                j = lexicon.get(name)
+                if j is not None:
+                    rows.append(r)
+                    cols.append(d + j)
+                    vals.append(1.0)
+            r += 1
+    return sparse.csr_matrix((vals, (rows, cols)), shape=(r, d + len(lexicon)), dtype=np.float64)
+
+
+def vocabulary(groups: list[dict], args) -> tuple[list[str], dict[str, int]]:
+    dense = sorted({name for g in groups for c in g["cands"] for name in c.dense})
+    kinds = tuple(k + ":" for k in args.lexical.split(",") if k)
+    df: Counter[str] = Counter()
+    for g in groups:
+        df.update({name for c in g["cands"] for name in c.lexical if name.startswith(kinds)})
+    lexical = sorted(name for name, k in df.items() if k >= args.min_count) if kinds else []
+    return dense, {name: j for j, name in enumerate(lexical)}
+
+
+# --- the listwise fit -------------------------------------------------------------------------
+
+
+def fit(groups: list[dict], args) -> tuple[dict[str, float], dict[str, float]]:
+    dense_names, lexicon = vocabulary(groups, args)
+    x = design(groups, dense_names, lexicon)
+    d = len(dense_names)
+    sizes = np.array([len(g["cands"]) for g in groups])
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    group_of = np.repeat(np.arange(len(groups)), sizes)
+    labels = np.concatenate([np.array(g["labels"], dtype=np.float64) for g in groups])
+    # Target distribution per paper: softmax(label / T).
+    z = labels / args.temperature
+    z -= np.maximum.reduceat(z, starts)[group_of]
+    q = np.exp(z)
+    q /= np.add.reduceat(q, starts)[group_of]
+    # Standardize the dense columns (the fit is invariant to per-paper constant shifts).
+    xd = x[:, :d].toarray()
+    mean, std = xd.mean(axis=0), xd.std(axis=0)
+    std[std < 1e-9] = 1.0
+    xs = sparse.hstack([sparse.csr_matrix((xd - mean) / std), x[:, d:]], format="csr")
+    l2 = np.concatenate([np.full(d, args.l2_dense), np.full(len(lexicon), args.l2_lexical)])
+    n_groups = len(groups)
+
+    def loss(w: np.ndarray) -> tuple[float, np.ndarray]:
+        s = xs @ w
+        s = s - np.maximum.reduceat(s, starts)[group_of]
+        e = np.exp(s)
+        sums = np.add.reduceat(e, starts)
+        log_p = s - np.log(sums)[group_of]
+        p = e / sums[group_of]
+        value = -(q * log_p).sum() / n_groups + 0.5 * (l2 * w * w).sum() / n_groups
+        grad = xs.T @ (p - q) / n_groups + l2 * w / n_groups
+        return float(value), grad
+
+    w0 = np.zeros(xs.shape[1])
+    res = optimize.minimize(
+        loss, w0, jac=True, method="L-BFGS-B", options={"maxiter": args.max_iter, "gtol": 1e-7}
+    )
+    w = res.x
+    dense_w = w[:d] / std
+    dense = {name: round(float(v), DECIMALS) for name, v in zip(dense_names, dense_w, strict=True)}
+    lex_names = sorted(lexicon, key=lexicon.get)
+    lexical = {
+        name: round(float(v), DECIMALS)
+        for name, v in zip(lex_names, w[d:], strict=True)
+        if round(float(v), DECIMALS) != 0.0
+    }
+    dense = {k: v for k, v in dense.items() if v != 0.0}
+    return dense, lexical
+
+
+def pick(group: dict, dense: dict[str, float], lexical: dict[str, float]) -> int:
+    best = max(
+        range(len(group["cands"])),
+        key=lambda i: (
+            round(tldr.score(group["cands"][i], dense, lexical), 9),
+            -group["cands"][i].index,
+        ),
+    )
+    return best
+
+
+def cross_validate(groups: list[dict], args) -> dict[str, float]:
+    order = list(range(len(groups)))
+    random.Random(SEED).shuffle(order)
+    folds = [sorted(order[k :: args.cv]) for k in range(args.cv)]
+    picked = [0.0] * len(groups)
+    for k, test in enumerate(folds):
+        test_set = set(test)
+        train = [g for i, g in enumerate(groups) if i not in test_set]
+        dense, lexical = fit(train, args)
+        for i in test:
+            picked[i] = groups[i]["labels"][pick(groups[i], dense, lexical)]
+        print(f"  fold {k + 1}/{args.cv}: R1 {100 * np.mean([picked[i] for i in test]):.2f}")
+    oracle = np.mean([max(g["labels"]) for g in groups])
+    return {"cv_rouge1": 100 * float(np.mean(picked)), "oracle_rouge1": 100 * float(oracle)}
+
+
+def model_json(dense: dict[str, float], lexical: dict[str, float], args, n: int) -> str:
+    data = {
+        "about": (
+            "Offline TL;DR ranker (pipeline/offline/tldr.py): linear scores over dense and "
+            "lexical features; written by `python -m bench.train_tldr`, do not edit."
+        ),
+        "trained_on": f"SciTLDR train ({n} papers)",
+        "params": {
+            "temperature": args.temperature,
+            "l2_dense": args.l2_dense,
+            "l2_lexical": args.l2_lexical,
+            "min_count": args.min_count,
+            "max_iter": args.max_iter,
+            "lexical": args.lexical,
+        },
+        "dense": dense,
+        "lexical": lexical,
+    }
+    return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=True) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--data", type=Path, default=default_data("train.jsonl"))
+    parser.add_argument("--out", type=Path, default=tldr.MODEL_PATH)
+    parser.add_argument("--limit", type=int, default=None, help="only the first N papers")
+    parser.add_argument("--cv", type=int, default=0, help="k-fold cross-validation, no writing")
+    parser.add_argument("--check", action="store_true", help="compare with --out, no writing")
+    parser.add_argument("--temperature", type=float, default=TEMPERATURE)
+    parser.add_argument("--l2-dense", type=float, default=L2_DENSE)
+    parser.add_argument("--l2-lexical", type=float, default=L2_LEXICAL)
+    parser.add_argument("--min-count", type=int, default=MIN_COUNT)
+    parser.add_argument("--max-iter", type=int, default=MAX_ITER)
+    parser.add_argument(
+        "--lexical", default=LEXICAL, help="lexical kinds used: w1, w2, s (comma-separated)"
+    )
+    args = parser.parse_args(argv)
+
+    groups = load_groups(args.data, args.limit)
+    if args.cv:
+        result = cross_validate(groups, args)
+        print(
+            f"{args.cv}-fold CV on {len(groups)} papers: R1 {result['cv_rouge1']:.2f} "
+            f"(oracle over the same candidates {result['oracle_rouge1']:.2f})"
+        )
+        return 0
+    dense, lexical = fit(groups, args)
+    text = model_json(dense, lexical, args, len(groups))
+    if args.check:
+        same = args.out.exists() and args.out.read_text(encoding="utf-8") == text
+        print("model file is up to date" if same else f"{args.out} differs from a fresh fit")
+        return 0 if same else 1
+    args.out.write_text(text, encoding="utf-8")
+    print(f"wrote {args.out}: {len(dense)} dense + {len(lexical)} lexical weights")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
