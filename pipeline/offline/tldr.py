@@ -146,40 +146,70 @@ _DENSE, _LEXICAL = _load_model(MODEL_PATH)
 def extract_tldr(text: str) -> str:
     """One compressed sentence (<= 35 words) stating the abstract's contribution."""
     head = _head(text)
-    candidates = candidate_table(head)
-    if not candidates:
+    sentences = _candidates(_clean(head))
+    if not sentences:
         return _fallback(head)
-    best = max(candidates, key=_rank_key)
-    return _grounded(best.text, head) or _fallback(head)
+    rows = sentence_features(sentences)
+    sentence_scores = [_dot(row, _DENSE) for row in rows]
+    variants = list(_variant_rows(sentences, rows))
+    scores = [
+        sentence_scores[i] + _dot(dense, _DENSE) + _lexical_score(tldr, _LEXICAL)
+        for i, tldr, dense, _soft in variants
+    ]
+    # Highest score first, earlier sentence on ties; the first stand-alone one wins (the tier
+    # checks cost more than scoring, so they run only until then).
+    order = sorted(range(len(variants)), key=lambda k: (-round(scores[k], 9), variants[k][0], k))
+    best, best_tier = variants[order[0]][1], 3
+    for k in order:
+        _i, tldr, _dense, soft = variants[k]
+        tier = _tier(tldr, soft)
+        if tier < best_tier:
+            best, best_tier = tldr, tier
+            if tier == 0:
+                break
+    return _grounded(best, head) or _fallback(head)
 
 
 def score(candidate: Candidate, dense=None, lexical=None) -> float:
     """The linear ranker's score of one candidate (the shipped model unless others are given)."""
     dense = _DENSE if dense is None else dense
     lexical = _LEXICAL if lexical is None else lexical
+    return _dot(candidate.dense, dense) + sum(lexical.get(name, 0.0) for name in candidate.lexical)
+
+
+def _dot(features: dict[str, float], weights: dict[str, float]) -> float:
     total = 0.0
-    for name, value in candidate.dense.items():
+    for name, value in features.items():
         if value:
-            total += dense.get(name, 0.0) * value
-    for name in candidate.lexical:
-        total += lexical.get(name, 0.0)
+            total += weights.get(name, 0.0) * value
     return total
 
 
-def _rank_key(c: Candidate) -> tuple[int, float, int]:
-    # Lowest tier first, then the model's score, then the earlier sentence.
-    return (-c.tier, round(score(c), 9), -c.index)
+def _lexical_score(tldr: str, lexical: dict[str, float]) -> float:
+    return sum(lexical.get(name, 0.0) for name in lexical_features(tldr))
 
 
 def candidate_table(text: str) -> list[Candidate]:
-    """Every scored variant of every sentence of the abstract (whole-text cleaning included)."""
+    """Every variant of every sentence of the abstract, with all its features and its tier
+    (what `bench.train_tldr` fits the ranker on)."""
     sentences = _candidates(_clean(text))
     if not sentences:
         return []
     rows = sentence_features(sentences)
+    out = []
+    for i, tldr, dense, soft in _variant_rows(sentences, rows):
+        features = dict(rows[i])
+        features.update(dense)
+        out.append(Candidate(tldr, i, features, lexical_features(tldr), _tier(tldr, soft)))
+    return out
+
+
+def _variant_rows(sentences: list[str], rows: list[dict[str, float]]):
+    """(sentence index, TL;DR text, variant features, soft flag) for every distinct variant.
+    The soft flag marks a question or a background sentence in an abstract that has a
+    sentence stating its own contribution."""
     contribution = [_is_contribution(s, row) for s, row in zip(sentences, rows, strict=True)]
     has_contribution = any(contribution)
-    out: list[Candidate] = []
     seen_contribution = False
     for i, sentence in enumerate(sentences):
         row = rows[i]
@@ -194,24 +224,27 @@ def candidate_table(text: str) -> list[Candidate]:
                 continue
             seen.add(tldr)
             n = tldr.count(" ") + 1
-            dense = dict(row)
-            dense.update(_BLANK)
+            dense = dict(_BLANK)
             dense[kind] = 1.0
             dense["kept_words"] = n / 20
             dense["kept_sq"] = (n / 20) ** 2
             dense["kept_ratio"] = n / n_source
             dense["raw_latex"] = float(rules.has_raw_latex(tldr))
             dense["background_rule"] = float(background)
-            hard = (
-                rules.starts_with_anaphor(tldr)
-                or rules.ends_unfinished(tldr)
-                or rules.unfinished_list(tldr)
-                or rules.has_citation(tldr)
-                or n < _MIN_KEPT_WORDS
-            )
-            tier = 2 if hard else 1 if soft or kind == "cut_hard" else 0
-            out.append(Candidate(tldr, i, dense, lexical_features(tldr), tier))
-    return out
+            yield i, tldr, dense, soft or kind == "cut_hard"
+
+
+def _tier(tldr: str, soft: bool) -> int:
+    """0: stands alone; 1: a question, background or hard cut; 2: does not stand alone."""
+    if (
+        tldr.count(" ") + 1 < _MIN_KEPT_WORDS
+        or rules.starts_with_anaphor(tldr)
+        or rules.ends_unfinished(tldr)
+        or rules.unfinished_list(tldr)
+        or rules.has_citation(tldr)
+    ):
+        return 2
+    return 1 if soft else 0
 
 
 def _is_contribution(sentence: str, row: dict[str, float]) -> bool:

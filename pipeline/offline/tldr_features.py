@@ -169,16 +169,16 @@ def sentence_features(sentences: list[str]) -> list[dict[str, float]]:
 
 
 def lexical_features(text: str) -> list[str]:
-    """Sparse indicator names of one (compressed) candidate: its first word, first two words,
-    and the 6-letter prefixes of its content words."""
-    words = _WORD.findall(text.lower())
-    if not words:
+    """Sparse indicator names of one (compressed) candidate: its first word and first two
+    words ("w1:we", "w2:we propose")."""
+    m = _FIRST_TWO.match(text)
+    if m is None:
         return []
-    out = ["w1:" + words[0]]
-    if len(words) > 1:
-        out.append("w2:" + words[0] + " " + words[1])
-    out += ["s:" + w for w in sorted({w[:6] for w in words if w not in _STOP})]
-    return out
+    first = m.group(1).lower()
+    return ["w1:" + first, "w2:" + first + " " + m.group(2).lower()] if m.group(2) else ["w1:" + first]
+
+
+_FIRST_TWO = re.compile(r"\W*([A-Za-z][A-Za-z0-9]+)(?:\W+([A-Za-z][A-Za-z0-9]+))?")
 
 
 def _cue_features(s: str, low: str) -> dict[str, float]:

@@ -240,9 +240,9 @@ _FOLLOWING = re.compile(r"\b(?:the following|as follows|following (?:[\w-]+ )?\w
 
 def unfinished_list(text: str) -> bool:
     body = text.rstrip(" .")
-    if _FOLLOWING.search(body) or body.endswith(":"):
+    if body.endswith(":") or ("ollow" in body and _FOLLOWING.search(body)):
         return True
-    if not any(ch in text for ch in "1ia"):
+    if "1" not in text and ")" not in text:
         return False
     for m in _ENUM.finditer(text):
         key = (m.group(1) or m.group(2) or m.group(3)).lower()
