@@ -86,9 +86,9 @@ _LEAD_CLAUSE = _rx(
     r"^(?:[a-z]+ing|while|whereas|although|though|since|because|as|when|if|despite|unlike"
     r"|motivated|inspired|based|given|in contrast to|compared (?:to|with)|instead of|beyond"
     r"|towards?|in order to|to|over|across|using|by|through|after|with|for|on|in)\b"
-    r"[^;]{0,200}?,\s+(?=(?:we|our)\b)"
+    r"[^;]{0,200}?,\s+(?:(?:in|with) this (?:paper|work|study),?\s+|here,?\s+)?(?=(?:we|our)\b)"
 )
-_LEAD_CLAUSE_HINT = _rx(r",\s+(?:we|our)\b")
+_LEAD_CLAUSE_HINT = _rx(r",\s+(?:we|our|in this|with this|here)\b")
 # A parenthetical after a space ("RangeNet (RN)"); "O(n log n)" and "ResNet(s)" stay.
 _PAREN = re.compile(r"\s+\([^()]*\)")
 # Examples between paired dashes: "defenses---such as probes---are" (a dashed appositive stays).
@@ -111,6 +111,12 @@ _SHORT_CUTS = _rx(
     r"(?:,|;|:|\s[-\u2013\u2014]+)\s+"
     r"|\s+(?=(?:by [a-z]+ing|using|via|through|based on|in order to|so as to|without|which|while"
     r"|whereby|thereby|and thus|and then|leading to|resulting in)\b)"
+)
+# A prefix whose last clause opens a condition or concession ("... says that if we consider
+# X") needs the rest of the sentence.
+_OPEN_CLAUSE = _rx(
+    r"\b(?:if|when|whenever|although|though|unless|once|whether|because|since|while|whereas"
+    r"|not only|both|either|neither|between|from)\b"
 )
 # A hard cut (no clause boundary left) ends before one of these words, never after it.
 _BREAK_BEFORE = frozenset(
@@ -242,6 +248,8 @@ def _tier(tldr: str, soft: bool) -> int:
         or rules.ends_unfinished(tldr)
         or rules.unfinished_list(tldr)
         or rules.has_citation(tldr)
+        or rules.unresolved_anaphor(tldr)
+        or rules.has_url(tldr)
     ):
         return 2
     return 1 if soft else 0
@@ -312,10 +320,15 @@ def _variants(sentence: str) -> list[tuple[str, str]]:
         for m in _SHORT_CUTS.finditer(fitted):
             prefix = fitted[: m.start()]
             n = prefix.count(" ") + 1
-            if _MIN_CUT_WORDS <= n <= n_fitted - 3:
+            if _MIN_CUT_WORDS <= n <= n_fitted - 3 and not _open_clause(prefix):
                 shorter.append(prefix)
         out += [(prefix, "cut_short") for prefix in shorter[-_MAX_SHORTER:]]
     return out
+
+
+def _open_clause(prefix: str) -> bool:
+    last = max(prefix.rfind(","), prefix.rfind(";"), prefix.rfind(":"))
+    return _OPEN_CLAUSE.search(prefix, last + 1) is not None
 
 
 def _compress(sentence: str) -> str:
@@ -341,7 +354,7 @@ def _compress(sentence: str) -> str:
             s = _LEAD_CLAUSE.sub("", s)
         if s == before:
             break
-    s = rules.drop_such(s)
+    s = rules.resolve_opening(rules.drop_such(s))
     if len(s.split()) < _MIN_KEPT_WORDS:
         s = sentence
     return s

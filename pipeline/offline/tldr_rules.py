@@ -179,6 +179,84 @@ def drop_such(text: str) -> str:
     return _SUCH.sub("", text)
 
 
+_INNER_NOUN = re.compile(
+    r"\b(?:this|these|those|such|the above|the aforementioned)"
+    r" (?!paper|work|study|article|note|thesis|manuscript|submission|chapter|research|as\b"
+    r"|that\b|way\b|end\b|case\b|sense\b)([a-z][a-z-]*)"
+)
+
+
+def unresolved_anaphor(text: str) -> bool:
+    """"We reduce this cost by ...", "bypass these limitations": "this/these <noun>" whose
+    noun the sentence has not named before."""
+    if "th" not in text and "such" not in text:
+        return False
+    low = text.lower()
+    for m in _INNER_NOUN.finditer(low):
+        stem = m.group(1)[:5]
+        if stem not in low[: m.start()]:
+            return True
+    return False
+
+
+_URL = re.compile(r"https?://|\bwww\.|\bgithub\.com\b", re.IGNORECASE)
+
+
+def has_url(text: str) -> bool:
+    return ("http" in text or "www" in text or "github" in text) and _URL.search(text) is not None
+
+
+# "We address these issues by proposing X" -> "We propose X"; "We therefore propose" -> "We
+# propose".
+_GERUNDS = {
+    "proposing": "propose",
+    "introducing": "introduce",
+    "developing": "develop",
+    "presenting": "present",
+    "designing": "design",
+    "using": "use",
+    "leveraging": "leverage",
+    "learning": "learn",
+    "training": "train",
+    "exploiting": "exploit",
+    "formulating": "formulate",
+    "combining": "combine",
+    "building": "build",
+    "constructing": "construct",
+    "devising": "devise",
+    "deriving": "derive",
+    "incorporating": "incorporate",
+    "adding": "add",
+    "applying": "apply",
+    "extending": "extend",
+    "modeling": "model",
+    "modelling": "model",
+    "casting": "cast",
+    "framing": "frame",
+    "reformulating": "reformulate",
+    "showing": "show",
+}
+_ADDRESS_BY = re.compile(
+    r"^We (?:\w+ly )?(?:address|tackle|overcome|solve|alleviate|mitigate|fix|remedy|handle|resolve"
+    r"|circumvent|bypass|approach|attack|avoid|study|investigate|explore)"
+    r" (?:this|these|that|those|such|the above|both)(?: [\w-]+){1,3}?"
+    r"(?: in this (?:paper|work))?,? by (" + "|".join(_GERUNDS) + r")\b"
+)
+_WE_ADVERB = re.compile(
+    r"^(We|Our \w+) (?:therefore|thus|hence|then|also|further|additionally|finally|now|here"
+    r"|first|next|instead|consequently|accordingly|subsequently|moreover|furthermore)\s+"
+)
+
+
+def resolve_opening(text: str) -> str:
+    if text.startswith("We ") or text.startswith("Our "):
+        text = _WE_ADVERB.sub(r"\1 ", text)
+        m = _ADDRESS_BY.match(text)
+        if m:
+            text = "We " + _GERUNDS[m.group(1)] + text[m.end() :]
+    return text
+
+
 def inner_anaphors(text: str) -> int:
     if "th" not in text and "such" not in text and "the " not in text:
         return 0
@@ -238,10 +316,21 @@ _ENUM_NEXT["a"] = re.compile(r"(?:\(|\s)b\)", re.I)
 _FOLLOWING = re.compile(r"\b(?:the following|as follows|following (?:[\w-]+ )?\w+)\s*[:.]?$", re.I)
 
 
+# "two complementary components: X" with one item (the other went with a parenthetical).
+_COUNTED_LIST = re.compile(
+    r"\b(?:two|three|four|five|six|several|multiple|various|2|3|4|5)(?: [\w-]+){0,3}:\s+([^:]*)$",
+    re.IGNORECASE,
+)
+
+
 def unfinished_list(text: str) -> bool:
     body = text.rstrip(" .")
     if body.endswith(":") or ("ollow" in body and _FOLLOWING.search(body)):
         return True
+    if ":" in body:
+        m = _COUNTED_LIST.search(body)
+        if m and not re.search(r",| and | or ", m.group(1)):
+            return True
     if "1" not in text and ")" not in text:
         return False
     for m in _ENUM.finditer(text):
