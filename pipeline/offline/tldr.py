@@ -420,6 +420,9 @@ def _truncate_chars(s: str, limit: int) -> str:
 
 
 def _one_sentence(s: str) -> str:
+    body = s[:-1]
+    if "." not in body and "!" not in body and "?" not in body:
+        return s  # no end punctuation before the final one: nothing to split
     parts = split_sentences(s)
     if len(parts) <= 1:
         return s
