@@ -108,7 +108,11 @@ _TAIL_CUTS = _rx(
 # Where a shorter variant may end: any clause boundary above, a comma, or before a trailing
 # means/purpose phrase ("... by learning X", "... using Y", "... in order to Z").
 _SHORT_CUTS = _rx(
-    r"(?:,|;|:|\s[-\u2013\u2014]+)\s+"
+    r"(?:;|:|\s[-\u2013\u2014]+)\s+"
+    r"|,\s+(?=(?:which|where|whereby|while|whereas|thus|thereby|and|but|leading|resulting|allowing"
+    r"|enabling|making|yielding|achieving|outperforming|including|such|namely|showing"
+    r"|demonstrating|providing|offering|improving|reducing|without|called|named|dubbed|termed"
+    r"|a|an)\b)"
     r"|\s+(?=(?:by [a-z]+ing|using|via|through|based on|in order to|so as to|without|which|while"
     r"|whereby|thereby|and thus|and then|leading to|resulting in)\b)"
 )
@@ -250,6 +254,7 @@ def _tier(tldr: str, soft: bool) -> int:
         or rules.has_citation(tldr)
         or rules.unresolved_anaphor(tldr)
         or rules.has_url(tldr)
+        or rules.pronoun_subject(tldr)
     ):
         return 2
     return 1 if soft else 0

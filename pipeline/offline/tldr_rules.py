@@ -237,24 +237,38 @@ _GERUNDS = {
     "showing": "show",
 }
 _ADDRESS_BY = re.compile(
-    r"^We (?:\w+ly )?(?:address|tackle|overcome|solve|alleviate|mitigate|fix|remedy|handle|resolve"
+    r"^[Ww]e (?:\w+ly )?(?:address|tackle|overcome|solve|alleviate|mitigate|fix|remedy|handle|resolve"
     r"|circumvent|bypass|approach|attack|avoid|study|investigate|explore)"
     r" (?:this|these|that|those|such|the above|both)(?: [\w-]+){1,3}?"
     r"(?: in this (?:paper|work))?,? by (" + "|".join(_GERUNDS) + r")\b"
 )
 _WE_ADVERB = re.compile(
-    r"^(We|Our \w+) (?:therefore|thus|hence|then|also|further|additionally|finally|now|here"
+    r"^([Ww]e|[Oo]ur \w+) (?:therefore|thus|hence|then|also|further|additionally|finally|now|here"
     r"|first|next|instead|consequently|accordingly|subsequently|moreover|furthermore)\s+"
 )
 
 
 def resolve_opening(text: str) -> str:
-    if text.startswith("We ") or text.startswith("Our "):
+    if text[:3] in ("We ", "we ") or text[:4] in ("Our ", "our "):
         text = _WE_ADVERB.sub(r"\1 ", text)
         m = _ADDRESS_BY.match(text)
         if m:
-            text = "We " + _GERUNDS[m.group(1)] + text[m.end() :]
+            text = text[:2] + " " + _GERUNDS[m.group(1)] + text[m.end() :]
     return text
+
+
+# "In contrast to X, it preserves ...": a pronoun subject whose antecedent came before.
+_PRONOUN_SUBJECT = re.compile(
+    r"^(?:(?:in|on|for|to|by|with|unlike|compared|while|although|though|when|as|since|because"
+    r"|if|after|before|despite|instead|rather|beyond|besides|apart|like|given|based|using)\b"
+    r"[^,;:]{0,200},\s+)?(?:it|they|this|these|its|their)\s",
+    re.I,
+)
+
+
+def pronoun_subject(text: str) -> bool:
+    m = _PRONOUN_SUBJECT.match(text)
+    return m is not None and _NOT_ANAPHOR.match(text) is None and not text.startswith("It is")
 
 
 def inner_anaphors(text: str) -> int:
