@@ -79,7 +79,19 @@ _OPENERS = _rx(
     r"|such)(?: [\w-]+){0,3}),\s*"
 )
 _OPENERS_NO_COMMA = _rx(
-    r"^(?:(?:in|with) this (?:paper|work|study|article|note)|here(?:in)?)\s+(?=we\b)"
+    r"^(?:(?:in|with) this (?:paper|work|study|article|note)|here(?:in)?|furthermore|moreover"
+    r"|additionally|in addition|also|further|finally|lastly|then|thus|hence|therefore|now|next"
+    r"|specifically|in particular|instead|to this end)\s+(?=we\b)"
+)
+# "We reduce this cost by ..., and propose X": the coordinated contribution can stand alone.
+_AND_PROPOSE = _rx(
+    r",?\s+and (?:we |then )?(?=(?:propose|introduce|present|develop|design|devise|show"
+    r"|demonstrate|prove|derive|provide|establish)\b)"
+)
+# Sentences that only add to what came before ("Further analysis indicates ...").
+_FOLLOW_UP = _rx(
+    r"^(?:further|furthermore|moreover|additionally|in addition|also|we also|finally|lastly"
+    r"|besides|beyond this)\b"
 )
 # A leading clause before ", we ..." / ", our ..." ("Motivated by X, we ...", "Using X, we ...").
 _LEAD_CLAUSE = _rx(
@@ -103,7 +115,7 @@ _EXAMPLES = _rx(
 _TAIL_CUTS = _rx(
     r"(?:,|;|:|\s[-\u2013\u2014]+)\s+(?=(?:which|where|whereby|while|whereas|thus|thereby|and thus"
     r"|leading|resulting|allowing|enabling|making|yielding|achieving|outperforming|including"
-    r"|such as|as well as|and (?:we|our|it|show|demonstrate|achieve)|but)\b)|;\s+"
+    r"|such as|as well as|and (?:we|our|it|show|demonstrate|achieve)|but|[a-z]{3,}ing)\b)|;\s+"
 )
 # Where a shorter variant may end: any clause boundary above, a comma, or before a trailing
 # means/purpose phrase ("... by learning X", "... using Y", "... in order to Z").
@@ -112,7 +124,7 @@ _SHORT_CUTS = _rx(
     r"|,\s+(?=(?:which|where|whereby|while|whereas|thus|thereby|and|but|leading|resulting|allowing"
     r"|enabling|making|yielding|achieving|outperforming|including|such|namely|showing"
     r"|demonstrating|providing|offering|improving|reducing|without|called|named|dubbed|termed"
-    r"|a|an)\b)"
+    r"|a|an|[a-z]{3,}ing)\b)"
     r"|\s+(?=(?:by [a-z]+ing|using|via|through|based on|in order to|so as to|without|which|while"
     r"|whereby|thereby|and thus|and then|leading to|resulting in)\b)"
 )
@@ -127,8 +139,11 @@ _BREAK_BEFORE = frozenset(
     "and with by for to that which using via in on through while where based from of as at"
     " into over under between across without whose when".split()
 )
+# ... and before these the clause it leaves is whole ("... control algorithms | through six
+# techniques"); a cut before "to", "of", "as" ... may take a verb's argument away.
+_SAFE_BREAK = frozenset("by using via through while where which whose when based without".split())
 
-_CUT_KINDS = ("cut_none", "cut_tail", "cut_short", "cut_hard", "cut_list")
+_CUT_KINDS = ("cut_none", "cut_tail", "cut_short", "cut_hard", "cut_list", "cut_second")
 _BLANK = {kind: 0.0 for kind in _CUT_KINDS}
 
 
@@ -225,7 +240,8 @@ def _variant_rows(sentences: list[str], rows: list[dict[str, float]]):
         row = rows[i]
         seen_contribution |= contribution[i]
         background = has_contribution and not contribution[i] and not seen_contribution
-        soft = bool(row["question"]) and has_contribution or background
+        follow_up = has_contribution and _FOLLOW_UP.match(sentence) is not None
+        soft = bool(row["question"]) and has_contribution or background or follow_up
         n_source = sentence.count(" ") + 1
         seen: set[str] = set()
         for variant, kind in _variants(sentence):
@@ -319,6 +335,12 @@ def _variants(sentence: str) -> list[tuple[str, str]]:
         head = rules.cut_before_list(fitted)
         if head:
             out.append((head, "cut_list"))
+    if " and " in base:
+        m = _AND_PROPOSE.search(base)
+        if m and m.start() > 0 and base[:2].lower() == "we":
+            second, _kind = _fit("We " + base[m.end() :])
+            if second.count(" ") + 1 >= _MIN_CUT_WORDS:
+                out.append((second, "cut_second"))
     n_fitted = fitted.count(" ") + 1
     if n_fitted > _MIN_CUT_WORDS + 2:
         shorter = []
@@ -386,6 +408,8 @@ def _fit(sentence: str) -> tuple[str, str]:
         for j in range(TARGET_WORDS, _MIN_CUT_WORDS - 1, -1):
             if words[j].lower() in _BREAK_BEFORE and words[j - 1].lower() not in rules.DANGLING:
                 end = j
+                if words[j].lower() in _SAFE_BREAK and not words[j - 1].endswith(":"):
+                    kind = "cut_short"
                 break
         words = words[:end]
         while len(words) > _MIN_KEPT_WORDS and words[-1].lower().strip(",;:") in rules.DANGLING:
