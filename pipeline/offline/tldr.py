@@ -261,7 +261,8 @@ def _variant_rows(sentences: list[str], rows: list[dict[str, float]]):
 
 
 def _tier(tldr: str, soft: bool) -> int:
-    """0: stands alone; 1: a question, background or hard cut; 2: does not stand alone."""
+    """0: stands alone; 1: a question, background, follow-up, unnamed method ("the proposed
+    model improves ...") or hard cut; 2: does not stand alone."""
     if (
         tldr.count(" ") + 1 < _MIN_KEPT_WORDS
         or rules.starts_with_anaphor(tldr)
@@ -273,7 +274,7 @@ def _tier(tldr: str, soft: bool) -> int:
         or rules.pronoun_subject(tldr)
     ):
         return 2
-    return 1 if soft else 0
+    return 1 if soft or rules.vague_reference(tldr) else 0
 
 
 def _is_contribution(sentence: str, row: dict[str, float]) -> bool:
@@ -341,6 +342,24 @@ def _variants(sentence: str) -> list[tuple[str, str]]:
             second, _kind = _fit("We " + base[m.end() :])
             if second.count(" ") + 1 >= _MIN_CUT_WORDS:
                 out.append((second, "cut_second"))
+    at = rules.anaphor_start(fitted)
+    if at > 0:
+        # "... model as the first approach to this matter": end before the phrase that points
+        # back, at the last preposition or clause word before it.
+        words = fitted[:at].split()
+        breaks = [
+            j
+            for j in range(_MIN_KEPT_WORDS + 1, len(words))
+            if words[j].lower() in _BREAK_BEFORE or words[j - 1].endswith(",")
+        ]
+        if breaks:
+            # Back over a short chain of phrases ("as the first approach | to this matter").
+            k = len(breaks) - 1
+            while k > 0 and breaks[k] - breaks[k - 1] <= 4 and "," not in words[breaks[k] - 1]:
+                k -= 1
+            head = " ".join(words[: breaks[k]])
+            if not rules.ends_unfinished(head):
+                out.append((head, "cut_short"))
     n_fitted = fitted.count(" ") + 1
     if n_fitted > _MIN_CUT_WORDS + 2:
         shorter = []

@@ -92,7 +92,7 @@ def latex_to_text(text: str) -> str:
     """Inline LaTeX rendered as plain text: `$L_0$` -> `L0`, `\\textit{x}` -> `x`,
     `$\\alpha$-stable` -> `α-stable`, `\\cite{..}` dropped. Text without `$` or `\\` is
     returned unchanged."""
-    if "\\" not in text and "$" not in text:
+    if "\\" not in text and "$" not in text and "{" not in text:
         return text
     if "\\" in text:
         text = _CITE_CMD.sub("", text)
@@ -102,6 +102,8 @@ def latex_to_text(text: str) -> str:
         text = _INLINE_MATH.sub(lambda m: _math(m.group(1)), text)
     if "\\" in text:
         text = _COMMAND.sub(_command, text)
+    if "{" in text:  # scripts written outside $...$: "O(ε^{-n})"
+        text = _SCRIPT.sub(_script, text)
     return text
 
 
@@ -269,6 +271,32 @@ _PRONOUN_SUBJECT = re.compile(
 def pronoun_subject(text: str) -> bool:
     m = _PRONOUN_SUBJECT.match(text)
     return m is not None and _NOT_ANAPHOR.match(text) is None and not text.startswith("It is")
+
+
+def anaphor_start(text: str) -> int:
+    """Where the first unresolved "this/these <noun>" starts (-1 if none)."""
+    low = text.lower()
+    for m in _INNER_NOUN.finditer(low):
+        if m.group(1)[:5] not in low[: m.start()]:
+            return m.start()
+    return -1
+
+
+# "Our experimental results show that the proposed model improves ...": an unnamed method.
+_VAGUE = re.compile(
+    r"\b(?:the proposed|our proposed|our|the resulting|the new|the present) (?:[\w-]+ )?"
+    r"(?:method|model|approach|framework|algorithm|technique|system|architecture|network"
+    r"|scheme|strategy|procedure|formulation)s?\b",
+    re.IGNORECASE,
+)
+_INTRODUCES = re.compile(
+    r"\b(?:propose|introduce|present|develop|design|devise|describe|call|called|named|dubbed)",
+    re.IGNORECASE,
+)
+
+
+def vague_reference(text: str) -> bool:
+    return _VAGUE.search(text) is not None and _INTRODUCES.search(text) is None
 
 
 def inner_anaphors(text: str) -> int:
