@@ -264,7 +264,7 @@ def _tier(tldr: str, soft: bool) -> int:
     """0: stands alone; 1: a question, background, follow-up, unnamed method ("the proposed
     model improves ...") or hard cut; 2: does not stand alone."""
     if (
-        tldr.count(" ") + 1 < _MIN_KEPT_WORDS
+        (tldr.count(" ") + 1 < _MIN_KEPT_WORDS and not _CJK.search(tldr))
         or rules.starts_with_anaphor(tldr)
         or rules.ends_unfinished(tldr)
         or rules.unfinished_list(tldr)
