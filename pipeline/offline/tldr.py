@@ -109,8 +109,14 @@ _DASH_ASIDE = _rx(
     r"[^-\u2013\u2014]{1,150}?(?:-{2,3}|[\u2013\u2014])\s*"
 )
 _EXAMPLES = _rx(
-    r",?\s*\b(?:e\.g\.|i\.e\.|such as|including)[^,;()\u2013\u2014]*?(?=[,;.](?:\s|$)|--|$)"
+    r"(,?)\s*\b(?:(?:e\.g\.|i\.e\.),?|such as|including)[^,;()\u2013\u2014]*?"
+    r"(?=[,;.](?:\s|$)|--|$)(,(?=\s))?"
 )
+
+
+def _drop_example(m: re.Match[str]) -> str:
+    # ", e.g., X, for Y" -> " for Y" (both commas of the aside go); "X such as Y, and" keeps its.
+    return "" if m.group(1) and m.group(2) else m.group(2) or ""
 # Trailing detail that can go when the sentence is over budget.
 _TAIL_CUTS = _rx(
     r"(?:,|;|:|\s[-\u2013\u2014]+)\s+(?=(?:which|where|whereby|while|whereas|thus|thereby|and thus"
@@ -388,7 +394,7 @@ def _compress(sentence: str) -> str:
         s = _DASH_ASIDE.sub(" ", s)
     low = s.lower()
     if "e.g." in low or "i.e." in low or "such as" in low or "including" in low or not s.isascii():
-        shorter = _EXAMPLES.sub("", s)
+        shorter = _EXAMPLES.sub(_drop_example, s)
         # "... learn to compress, e.g., images." must keep its object.
         if not rules.ends_unfinished(shorter) or rules.ends_unfinished(s):
             s = shorter

@@ -328,6 +328,11 @@ _OBJECT_VERBS = frozenset(
     recover reduce regularize remove replace represent reuse sample select solve study
     synthesize take tackle train transfer transform translate tune use utilize yield""".split()
 )
+_TOUGH = frozenset(
+    """easy easier fast faster hard harder simple simpler cheap cheaper expensive costly difficult
+    efficient possible impossible straightforward tractable intractable feasible infeasible
+    challenging trivial nontrivial practical impractical convenient""".split()
+)
 _MODAL_BEFORE = frozenset("to then and or can could may might will would must should also".split())
 _TRAILING_ABBREV = re.compile(r"(?:\b(?:etc|e\.g|i\.e|cf|vs|al)\.?|[,;:(\u2013\u2014-])$")
 
@@ -344,6 +349,9 @@ def ends_unfinished(text: str) -> bool:
     if last in DANGLING:
         return True
     if len(words) >= 2 and last in _OBJECT_VERBS:
+        # "... fast to compute." is whole: the subject is the verb's object.
+        if len(words) >= 3 and words[-3].lower() in _TOUGH:
+            return False
         return words[-2].lower().strip(",") in _MODAL_BEFORE
     return False
 
