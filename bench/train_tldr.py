@@ -25,7 +25,7 @@ import random
 import re
 import sys
 from collections import Counter
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -67,12 +67,12 @@ def _stemmer():
     return porter.PorterStemmer()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _stem(word: str) -> str:
     return _stemmer().stem(word) if len(word) > 3 else word
 
 
-@lru_cache(maxsize=None)
+@cache
 def tokens(text: str) -> tuple[str, ...]:
     return tuple(_stem(w) for w in _NON_ALNUM.sub(" ", text.lower()).split())
 

@@ -63,6 +63,10 @@ _ETC_END = re.compile(r"(?<=\betc\.)\s+(?=[A-Z])")
 _NUMBER_CHARS = frozenset("0123456789.,")
 
 
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
 def _rx(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE)
 
@@ -117,6 +121,8 @@ _EXAMPLES = _rx(
 def _drop_example(m: re.Match[str]) -> str:
     # ", e.g., X, for Y" -> " for Y" (both commas of the aside go); "X such as Y, and" keeps its.
     return "" if m.group(1) and m.group(2) else m.group(2) or ""
+
+
 # Trailing detail that can go when the sentence is over budget.
 _TAIL_CUTS = _rx(
     r"(?:,|;|:|\s[-\u2013\u2014]+)\s+(?=(?:which|where|whereby|while|whereas|thus|thereby|and thus"
@@ -142,12 +148,14 @@ _OPEN_CLAUSE = _rx(
 )
 # A hard cut (no clause boundary left) ends before one of these words, never after it.
 _BREAK_BEFORE = frozenset(
-    "and with by for to that which using via in on through while where based from of as at"
-    " into over under between across without whose when".split()
+    _words(
+        "and with by for to that which using via in on through while where based from of as at"
+        " into over under between across without whose when"
+    )
 )
 # ... and before these the clause it leaves is whole ("... control algorithms | through six
 # techniques"); a cut before "to", "of", "as" ... may take a verb's argument away.
-_SAFE_BREAK = frozenset("by using via through while where which whose when based without".split())
+_SAFE_BREAK = frozenset(_words("by using via through while where which whose when based without"))
 
 _CUT_KINDS = ("cut_none", "cut_tail", "cut_short", "cut_hard", "cut_list", "cut_second")
 _BLANK = {kind: 0.0 for kind in _CUT_KINDS}

@@ -23,6 +23,7 @@ _WORD = re.compile(r"[a-z][a-z0-9]+")
 _DIGIT = re.compile(r"\d")
 _NUMBER_CHARS = frozenset("0123456789.,")
 
+
 def _wordset(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
@@ -77,7 +78,6 @@ _ANAPHOR = re.compile(r"^(?:This|These|It|Such|They|Its|Their|Both)\b")
 _CITATION = re.compile(r"\bet al\b|\(\D{0,60}(?:19|20)\d\d[a-z]?\)|\[\d+(?:[,\u2013-]\s*\d+)*\]")
 _MATH = re.compile(r"[$\\^_]")
 _ACRONYM = re.compile(r"\b[A-Za-z]*[A-Z][A-Za-z0-9]*[A-Z][\w-]*")
-
 
 
 # Feature patterns match the lowercased sentence (faster than IGNORECASE), except the cased
@@ -175,7 +175,9 @@ def lexical_features(text: str) -> list[str]:
     if m is None:
         return []
     first = m.group(1).lower()
-    return ["w1:" + first, "w2:" + first + " " + m.group(2).lower()] if m.group(2) else ["w1:" + first]
+    return (
+        ["w1:" + first, "w2:" + first + " " + m.group(2).lower()] if m.group(2) else ["w1:" + first]
+    )
 
 
 _FIRST_TWO = re.compile(r"\W*([A-Za-z][A-Za-z0-9]+)(?:\W+([A-Za-z][A-Za-z0-9]+))?")
@@ -266,4 +268,3 @@ def _centrality(row: dict[str, float], own: Counter[str], vocab: _Vocabulary) ->
     row["centrality"] = shared / ((vocab.n - 1) * (len(own) + 4))
     row["cosine"] = dot / (math.sqrt(own_sq) * norm_rest)
     row["coverage"] = recurring / vocab.recurring
-

@@ -13,6 +13,11 @@ from __future__ import annotations
 
 import re
 
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
 # --- LaTeX ------------------------------------------------------------------------------------
 
 # Font and text commands keep their argument: \textit{x} -> x, $\mathcal{O}$ -> O.
@@ -21,11 +26,17 @@ _TEXT_CMD = re.compile(
     r"|boldsymbol|bm|operatorname|underline|overline|hat|tilde|bar|vec|widehat|widetilde)"
     r"\s*\{([^{}]{0,80})\}"
 )
-_GREEK = (
+_GREEK = _words(
     "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi pi rho sigma tau"
     " upsilon phi chi psi omega"
-).split()
-_SYMBOLS: dict[str, str] = dict(zip(_GREEK, "\u03b1\u03b2\u03b3\u03b4\u03b5\u03b6\u03b7\u03b8\u03b9\u03ba\u03bb\u03bc\u03bd\u03be\u03c0\u03c1\u03c3\u03c4\u03c5\u03c6\u03c7\u03c8\u03c9", strict=True))
+)
+_SYMBOLS: dict[str, str] = dict(
+    zip(
+        _GREEK,
+        "\u03b1\u03b2\u03b3\u03b4\u03b5\u03b6\u03b7\u03b8\u03b9\u03ba\u03bb\u03bc\u03bd\u03be\u03c0\u03c1\u03c3\u03c4\u03c5\u03c6\u03c7\u03c8\u03c9",
+        strict=True,
+    )
+)
 _SYMBOLS.update({name.capitalize(): ch.upper() for name, ch in list(_SYMBOLS.items())})
 _SYMBOLS.update(
     {
@@ -175,7 +186,7 @@ def starts_with_anaphor(text: str) -> bool:
 
 
 def drop_such(text: str) -> str:
-    """"We study such obfuscated activations" -> "We study obfuscated activations"."""
+    """ "We study such obfuscated activations" -> "We study obfuscated activations"."""
     if "uch " not in text:
         return text
     return _SUCH.sub("", text)
@@ -189,7 +200,7 @@ _INNER_NOUN = re.compile(
 
 
 def unresolved_anaphor(text: str) -> bool:
-    """"We reduce this cost by ...", "bypass these limitations": "this/these <noun>" whose
+    """ "We reduce this cost by ...", "bypass these limitations": "this/these <noun>" whose
     noun the sentence has not named before."""
     if "th" not in text and "such" not in text:
         return False
@@ -309,31 +320,37 @@ def inner_anaphors(text: str) -> int:
 
 # A sentence may not end on a function word, or on a verb that is missing its object.
 DANGLING = frozenset(
-    """a an the of to in on for and or nor with by from as at that which whose its their our this
+    _words(
+        """a an the of to in on for and or nor with by from as at that which whose its their our this
     these those is are was were be been being has have had via than into onto over under between
     based using such like whether when where while both either neither not can could may might
     will would should must we it also how what who whom without within across through upon among
     toward towards against along during about per thus then i.e e.g etc namely especially
     including i.e. e.g. very more most less so if because since although though whereas do does
-    did shall make makes made called named termed dubbed denoted""".split()
+    did shall make makes made called named termed dubbed denoted"""
+    )
 )
 # Verbs that take an object: after "to", "then", "and", "can" ... at the end they were cut.
 _OBJECT_VERBS = frozenset(
-    """achieve adapt address apply approximate assign augment build capture choose combine
+    _words(
+        """achieve adapt address apply approximate assign augment build capture choose combine
     compare compress compute construct control convert create decode decompose define derive
     describe design detect determine develop discover embed enable encode enforce estimate
     evaluate exploit extend extract find fit form generate give guide handle identify improve
     incorporate induce infer integrate introduce learn leverage maintain map maximize measure
     minimize model optimize obtain perform predict preserve produce propose provide reconstruct
     recover reduce regularize remove replace represent reuse sample select solve study
-    synthesize take tackle train transfer transform translate tune use utilize yield""".split()
+    synthesize take tackle train transfer transform translate tune use utilize yield"""
+    )
 )
 _TOUGH = frozenset(
-    """easy easier fast faster hard harder simple simpler cheap cheaper expensive costly difficult
+    _words(
+        """easy easier fast faster hard harder simple simpler cheap cheaper expensive costly difficult
     efficient possible impossible straightforward tractable intractable feasible infeasible
-    challenging trivial nontrivial practical impractical convenient""".split()
+    challenging trivial nontrivial practical impractical convenient"""
+    )
 )
-_MODAL_BEFORE = frozenset("to then and or can could may might will would must should also".split())
+_MODAL_BEFORE = frozenset(_words("to then and or can could may might will would must should also"))
 _TRAILING_ABBREV = re.compile(r"(?:\b(?:etc|e\.g|i\.e|cf|vs|al)\.?|[,;:(\u2013\u2014-])$")
 
 
@@ -405,7 +422,8 @@ def cut_before_list(text: str) -> str | None:
 # --- questions --------------------------------------------------------------------------------
 
 _QUESTION = re.compile(
-    r"\?|\bwe ask\b|\b(?:ask|asks|asked|answer|address|raise|raises|study|investigate|explore"
+    r"\?|\b[Ww]e ask\b|\b(?:ask|asks|asked) (?:whether|if|how|why|what|when)\b"
+    r"|\b(?:answer|address|raise|raises|study|investigate|explore"
     r"|pose|consider) (?:the |a |this )?(?:(?:following|central|natural|fundamental|key|open)"
     r" )?question\b|^(?:How|What|Why|When|Which|Who|Can|Could|Does|Do|Is|Are|Should|Will|Would)\b"
 )
