@@ -196,6 +196,7 @@ _INNER_NOUN = re.compile(
     r"\b(?:this|these|those|such|the above|the aforementioned)"
     r" (?!paper|work|study|article|note|thesis|manuscript|submission|chapter|research|as\b"
     r"|that\b|way\b|end\b|case\b|sense\b)([a-z][a-z-]*)"
+    r"|\bboth (?!(?:[\w-]+ ){0,3}(?:and|&)\b)([a-z][a-z-]*)"
 )
 
 
@@ -206,7 +207,7 @@ def unresolved_anaphor(text: str) -> bool:
         return False
     low = text.lower()
     for m in _INNER_NOUN.finditer(low):
-        stem = m.group(1)[:5]
+        stem = (m.group(1) or m.group(2))[:5]
         if stem not in low[: m.start()]:
             return True
     return False
@@ -288,7 +289,7 @@ def anaphor_start(text: str) -> int:
     """Where the first unresolved "this/these <noun>" starts (-1 if none)."""
     low = text.lower()
     for m in _INNER_NOUN.finditer(low):
-        if m.group(1)[:5] not in low[: m.start()]:
+        if (m.group(1) or m.group(2))[:5] not in low[: m.start()]:
             return m.start()
     return -1
 
@@ -343,6 +344,13 @@ _OBJECT_VERBS = frozenset(
     synthesize take tackle train transfer transform translate tune use utilize yield"""
     )
 )
+# "We show that it is possible." / "... is equivalent.": the complement was cut.
+_NEEDS_COMPLEMENT = frozenset(
+    _words(
+        """possible impossible able unable capable necessary prone due equivalent akin tailored
+        aimed intended likely unlikely sufficient insufficient"""
+    )
+)
 _TOUGH = frozenset(
     _words(
         """easy easier fast faster hard harder simple simpler cheap cheaper expensive costly difficult
@@ -363,7 +371,7 @@ def ends_unfinished(text: str) -> bool:
     if not words:
         return True
     last = words[-1].lower().strip("\"'")
-    if last in DANGLING:
+    if last in DANGLING or last in _NEEDS_COMPLEMENT:
         return True
     if len(words) >= 2 and last in _OBJECT_VERBS:
         # "... fast to compute." is whole: the subject is the verb's object.
