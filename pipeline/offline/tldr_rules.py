@@ -185,10 +185,21 @@ def starts_with_anaphor(text: str) -> bool:
     return _START_ANAPHOR.match(text) is not None and _NOT_ANAPHOR.match(text) is None
 
 
+# A short aside that only points back: "we show that even for such activation, deep ...".
+_SUCH_ASIDE = re.compile(
+    r"\b(that|[Ww]e \w+)\s+(?:even |only |also )?(?:for|in|on|with|under) (?:such|these|this)"
+    r" [\w-]+(?: [\w-]+)?,\s+"
+)
+
+
 def drop_such(text: str) -> str:
-    """ "We study such obfuscated activations" -> "We study obfuscated activations"."""
+    """Drop the anaphoric "such": "We study such obfuscated activations" -> "We study
+    obfuscated activations", and a short aside with it goes whole ("we show that even for such
+    activation, deep networks ..." -> "we show that deep networks ...")."""
     if "uch " not in text:
         return text
+    if "," in text:
+        text = _SUCH_ASIDE.sub(r"\1 ", text)
     return _SUCH.sub("", text)
 
 
