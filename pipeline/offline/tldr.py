@@ -22,6 +22,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from operator import mul
 from pathlib import Path
 from typing import NamedTuple
 
@@ -180,6 +181,71 @@ def _load_model(path: Path) -> tuple[dict[str, float], dict[str, float]]:
 
 
 _DENSE, _LEXICAL = _load_model(MODEL_PATH)
+# The variant features' weights, looked up once (extract_tldr scores variants without dicts).
+_VARIANT_WEIGHTS = {
+    name: _DENSE.get(name, 0.0)
+    for name in (*_CUT_KINDS, "kept_words", "kept_sq", "kept_ratio", "raw_latex", "background_rule")
+}
+
+
+def _variant_bound(w: dict[str, float], lexical: dict[str, float]) -> float:
+    """An upper bound of _variant_score over every possible variant (1..MAX_WORDS words, a
+    kept ratio in (0, 1], any flags, the best opening words)."""
+    length = max(
+        w["kept_words"] * (n / 20) + w["kept_sq"] * (n / 20) ** 2 for n in range(1, MAX_WORDS + 1)
+    )
+    words = [
+        max([0.0] + [v for k, v in lexical.items() if k.startswith(prefix)])
+        for prefix in ("w1:", "w2:")
+    ]
+    return (
+        max(w[kind] for kind in _CUT_KINDS)
+        + length
+        + max(w["kept_ratio"], 0.0)
+        + max(w["background_rule"], 0.0)
+        + max(w["raw_latex"], 0.0)
+        + sum(words)
+        + 1e-6
+    )
+
+
+_VARIANT_BOUND = _variant_bound(_VARIANT_WEIGHTS, _LEXICAL)
+# The sentence features' weights, in one fixed order (summed with map(mul, ...) in C).
+_SENTENCE_NAMES = tuple(name for name in _DENSE if name not in _VARIANT_WEIGHTS)
+_SENTENCE_WEIGHTS = tuple(_DENSE[name] for name in _SENTENCE_NAMES)
+_ZEROS = (0.0,) * len(_SENTENCE_NAMES)
+_ONLY_W1 = all(name.startswith("w1:") for name in _LEXICAL)
+_LEXICAL_MAX = max([0.0, *_LEXICAL.values()]) if _ONLY_W1 else None
+
+
+def _sentence_bound(sentence: str, background: bool) -> float:
+    """A tighter _VARIANT_BOUND for the variants of one sentence: its kinds of cut, lengths
+    (at most its own, at most MAX_WORDS) and flags."""
+    if _LEXICAL_MAX is None:
+        return _VARIANT_BOUND
+    w = _VARIANT_WEIGHTS
+    n_source = sentence.count(" ") + 1
+    kinds = max(w["cut_none"], w["cut_tail"], w["cut_short"], w["cut_second"])
+    if n_source > MAX_WORDS:
+        kinds = max(kinds, w["cut_hard"])
+    if ":" in sentence:
+        kinds = max(kinds, w["cut_list"])
+    # max over n in 1..cap of a*n + b*n^2 (kept_words, kept_ratio, kept_sq).
+    cap = min(n_source, MAX_WORDS)
+    a = w["kept_words"] / 20 + w["kept_ratio"] / n_source
+    b = w["kept_sq"] / 400
+    ns = {1, cap}
+    if b < 0:
+        peak = -a / (2 * b)
+        ns.update(n for n in (int(peak), int(peak) + 1) if 1 <= n <= cap)
+    length = max(a * n + b * n * n for n in ns)
+    latex = (
+        max(w["raw_latex"], 0.0)
+        if ("$" in sentence or "\\" in sentence or "{" in sentence or "}" in sentence)
+        else 0.0
+    )
+    flag = max(w["background_rule"], 0.0) if background else 0.0
+    return kinds + length + latex + flag + _LEXICAL_MAX + 1e-6
 
 
 def extract_tldr(text: str) -> str:
@@ -189,24 +255,53 @@ def extract_tldr(text: str) -> str:
     if not sentences:
         return _fallback(head)
     rows = sentence_features(sentences)
-    sentence_scores = [_dot(row, _DENSE) for row in rows]
-    variants = list(_variant_rows(sentences, rows))
-    scores = [
-        sentence_scores[i] + _dot(dense, _DENSE) + _lexical_score(tldr, _LEXICAL)
-        for i, tldr, dense, _soft in variants
-    ]
-    # Highest score first, earlier sentence on ties; the first stand-alone one wins (the tier
-    # checks cost more than scoring, so they run only until then).
-    order = sorted(range(len(variants)), key=lambda k: (-round(scores[k], 9), variants[k][0], k))
-    best, best_tier = variants[order[0]][1], 3
-    for k in order:
-        _i, tldr, _dense, soft = variants[k]
-        tier = _tier(tldr, soft)
+    flags = _sentence_flags(sentences, rows)
+    names, weights, zeros = _SENTENCE_NAMES, _SENTENCE_WEIGHTS, _ZEROS
+    sentence_scores = [sum(map(mul, map(row.get, names, zeros), weights)) for row in rows]
+    # Sentences in the order of their own score. A sentence whose best possible variant
+    # (its score + _VARIANT_BOUND) cannot reach the best stand-alone variant found so far is
+    # not expanded: the result is the same as expanding every sentence, only cheaper.
+    ranked = sorted(range(len(sentences)), key=lambda i: (-sentence_scores[i], i))
+    scored = []  # (sort key, variant)
+    best0 = None  # sort key of the best tier-0 variant so far
+    for i in ranked:
+        if best0 is not None and sentence_scores[i] + _VARIANT_BOUND < -best0[0] - 1e-6:
+            break  # nor any sentence after it
+        if best0 is not None and (
+            sentence_scores[i] + _sentence_bound(sentences[i], flags[i][0]) < -best0[0] - 1e-6
+        ):
+            continue
+        for k, variant in enumerate(_sentence_variants(i, sentences[i], *flags[i])):
+            key = (-round(sentence_scores[i] + _variant_score(variant), 9), i, k)
+            scored.append((key, variant))
+            if (best0 is None or key < best0) and _tier(variant[1], variant[6]) == 0:
+                best0 = key
+    if best0 is not None:
+        best = next(v for key, v in scored if key == best0)[1]
+        return _grounded(best, head) or _fallback(head)
+    # No stand-alone variant: the best one of the lowest tier (every sentence was expanded).
+    scored.sort(key=lambda item: item[0])
+    best, best_tier = scored[0][1][1], 3
+    for _key, variant in scored:
+        tier = _tier(variant[1], variant[6])
         if tier < best_tier:
-            best, best_tier = tldr, tier
-            if tier == 0:
-                break
+            best, best_tier = variant[1], tier
     return _grounded(best, head) or _fallback(head)
+
+
+def _variant_score(variant: tuple) -> float:
+    """The variant features' part of a score (what candidate_table's dicts add up to)."""
+    _i, tldr, kind, n, n_source, background, _soft = variant
+    w = _VARIANT_WEIGHTS
+    return (
+        w[kind]
+        + w["kept_words"] * (n / 20)
+        + w["kept_sq"] * (n / 20) ** 2
+        + w["kept_ratio"] * min(n / n_source, 1.0)
+        + (w["background_rule"] if background else 0.0)
+        + (w["raw_latex"] if rules.has_raw_latex(tldr) else 0.0)
+        + _lexical_score(tldr, _LEXICAL)
+    )
 
 
 def score(candidate: Candidate, dense=None, lexical=None) -> float:
@@ -225,6 +320,11 @@ def _dot(features: dict[str, float], weights: dict[str, float]) -> float:
 
 
 def _lexical_score(tldr: str, lexical: dict[str, float]) -> float:
+    first = tldr.split(" ", 1)[0]
+    if _ONLY_W1 and first.isalnum() and first.isascii() and first[0].isalpha() and len(first) > 1:
+        # The common case, same as lexical_features: a plain first word, and a model that only
+        # weighs first words.
+        return lexical.get("w1:" + first.lower(), 0.0)
     return sum(lexical.get(name, 0.0) for name in lexical_features(tldr))
 
 
@@ -236,42 +336,53 @@ def candidate_table(text: str) -> list[Candidate]:
         return []
     rows = sentence_features(sentences)
     out = []
-    for i, tldr, dense, soft in _variant_rows(sentences, rows):
+    for i, tldr, kind, n, n_source, background, soft in _variant_rows(sentences, rows):
         features = dict(rows[i])
-        features.update(dense)
+        features.update(_BLANK)
+        features[kind] = 1.0
+        features["kept_words"] = n / 20
+        features["kept_sq"] = (n / 20) ** 2
+        features["kept_ratio"] = min(n / n_source, 1.0)
+        features["raw_latex"] = float(rules.has_raw_latex(tldr))
+        features["background_rule"] = float(background)
         out.append(Candidate(tldr, i, features, lexical_features(tldr), _tier(tldr, soft)))
     return out
 
 
 def _variant_rows(sentences: list[str], rows: list[dict[str, float]]):
-    """(sentence index, TL;DR text, variant features, soft flag) for every distinct variant.
-    The soft flag marks a question or a background sentence in an abstract that has a
-    sentence stating its own contribution."""
+    """(sentence index, TL;DR text, kind of cut, its words, the sentence's words, background
+    flag, soft flag) for every distinct variant of every sentence; `candidate_table` turns
+    these into the ranker's variant features."""
+    for i, (background, soft) in enumerate(_sentence_flags(sentences, rows)):
+        yield from _sentence_variants(i, sentences[i], background, soft)
+
+
+def _sentence_flags(sentences: list[str], rows: list[dict[str, float]]) -> list[tuple[bool, bool]]:
+    """(background, soft) per sentence. Soft marks a question, a follow-up or a background
+    sentence in an abstract that has a sentence stating its own contribution."""
     contribution = [_is_contribution(s, row) for s, row in zip(sentences, rows, strict=True)]
     has_contribution = any(contribution)
     seen_contribution = False
+    out = []
     for i, sentence in enumerate(sentences):
-        row = rows[i]
         seen_contribution |= contribution[i]
         background = has_contribution and not contribution[i] and not seen_contribution
         follow_up = has_contribution and _FOLLOW_UP.match(sentence) is not None
-        soft = bool(row["question"]) and has_contribution or background or follow_up
-        n_source = sentence.count(" ") + 1
-        seen: set[str] = set()
-        for variant, kind in _variants(sentence):
-            tldr = _finish(variant)
-            if not tldr or tldr in seen:
-                continue
-            seen.add(tldr)
-            n = tldr.count(" ") + 1
-            dense = dict(_BLANK)
-            dense[kind] = 1.0
-            dense["kept_words"] = n / 20
-            dense["kept_sq"] = (n / 20) ** 2
-            dense["kept_ratio"] = n / n_source
-            dense["raw_latex"] = float(rules.has_raw_latex(tldr))
-            dense["background_rule"] = float(background)
-            yield i, tldr, dense, soft or kind == "cut_hard"
+        soft = bool(rows[i]["question"]) and has_contribution or background or follow_up
+        out.append((background, soft))
+    return out
+
+
+def _sentence_variants(i: int, sentence: str, background: bool, soft: bool):
+    n_source = sentence.count(" ") + 1
+    seen: set[str] = set()
+    for variant, kind in _variants(sentence):
+        tldr = _finish(variant)
+        if not tldr or tldr in seen:
+            continue
+        seen.add(tldr)
+        n = tldr.count(" ") + 1
+        yield i, tldr, kind, n, n_source, background, soft or kind == "cut_hard"
 
 
 def _tier(tldr: str, soft: bool) -> int:

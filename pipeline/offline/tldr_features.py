@@ -233,7 +233,6 @@ def _shape_features(row: dict[str, float], s: str, index: int, n: int) -> None:
     row["acronyms"] = min(len(_ACRONYM.findall(s)), 3) / 3 if _ACRONYM_HINT.search(s) else 0.0
     row["question"] = float(tldr_rules.is_question(s))
     row["start_anaphor"] = float(tldr_rules.starts_with_anaphor(s))
-    row["inner_anaphor"] = min(tldr_rules.inner_anaphors(s), 2) / 2
     row["second"] = float(index == 1)
     row["third"] = float(index == 2)
     row["n_sentences"] = math.log(n)

@@ -319,13 +319,29 @@ _INTRODUCES = re.compile(
 
 
 def vague_reference(text: str) -> bool:
+    low = text.lower()
+    if "our " not in low and "the " not in low:  # every _VAGUE match holds one of them
+        return False
     return _VAGUE.search(text) is not None and _INTRODUCES.search(text) is None
 
 
 def inner_anaphors(text: str) -> int:
-    if "th" not in text and "such" not in text and "the " not in text:
+    # Every match holds one of _INNER_CUES.
+    if not any(cue in text for cue in _INNER_CUES):
         return 0
     return len(_INNER_ANAPHOR.findall(text))
+
+
+_INNER_CUES = (
+    "this ",
+    "these ",
+    "those ",
+    "such ",
+    "the above ",
+    "the aforementioned ",
+    "the former ",
+    "the latter ",
+)
 
 
 # --- cuts and lists ---------------------------------------------------------------------------
@@ -376,7 +392,7 @@ _TRAILING_ABBREV = re.compile(r"(?:\b(?:etc|e\.g|i\.e|cf|vs|al)\.?|[,;:(\u2013\u
 def ends_unfinished(text: str) -> bool:
     """The sentence stops before the object of a verb, on a function word, or on "etc."."""
     body = text.rstrip(" .!?")
-    if _TRAILING_ABBREV.search(body):
+    if _TRAILING_ABBREV.search(body[-8:]):  # (it matches at the end; the tail suffices)
         return True
     words = body.split()
     if not words:
@@ -449,4 +465,12 @@ _QUESTION = re.compile(
 
 
 def is_question(text: str) -> bool:
-    return _QUESTION.search(text) is not None
+    # Every match holds "?", "ask" or "question", or opens with one of the capitals below.
+    if "?" in text or "ask" in text or "question" in text:
+        return _QUESTION.search(text) is not None
+    return _QUESTION_OPENING.match(text) is not None
+
+
+_QUESTION_OPENING = re.compile(
+    r"(?:How|What|Why|When|Which|Who|Can|Could|Does|Do|Is|Are|Should|Will|Would)\b"
+)
