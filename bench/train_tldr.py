@@ -111,7 +111,9 @@ def load_groups(path: Path, limit: int | None = None) -> list[dict]:
             tier = min(c.tier for c in cands)
             cands = [c for c in cands if c.tier == tier]
             labels = [best_rouge1(c.text, paper["target"]) for c in cands]
-            groups.append({"id": paper["paper_id"], "cands": cands, "labels": labels})
+            groups.append(
+                {"id": paper["paper_id"], "cands": cands, "labels": labels, "refs": paper["target"]}
+            )
     return groups
 
 
@@ -217,15 +219,25 @@ def cross_validate(groups: list[dict], args) -> dict[str, float]:
     random.Random(SEED).shuffle(order)
     folds = [sorted(order[k :: args.cv]) for k in range(args.cv)]
     picked = [0.0] * len(groups)
+    texts = [""] * len(groups)
     for k, test in enumerate(folds):
         test_set = set(test)
         train = [g for i, g in enumerate(groups) if i not in test_set]
         dense, lexical = fit(train, args)
         for i in test:
-            picked[i] = groups[i]["labels"][pick(groups[i], dense, lexical)]
+            j = pick(groups[i], dense, lexical)
+            picked[i] = groups[i]["labels"][j]
+            texts[i] = groups[i]["cands"][j].text
         print(f"  fold {k + 1}/{args.cv}: R1 {100 * np.mean([picked[i] for i in test]):.2f}")
     oracle = np.mean([max(g["labels"]) for g in groups])
-    return {"cv_rouge1": 100 * float(np.mean(picked)), "oracle_rouge1": 100 * float(oracle)}
+    from pipeline.evaluation.rouge import score_rouge
+
+    scores = score_rouge(texts, [g["refs"] for g in groups])
+    return {
+        "cv_rouge1": 100 * float(np.mean(picked)),
+        "oracle_rouge1": 100 * float(oracle),
+        "cv": scores,
+    }
 
 
 def model_json(dense: dict[str, float], lexical: dict[str, float], args, n: int) -> str:
@@ -269,9 +281,12 @@ def main(argv: list[str] | None = None) -> int:
     groups = load_groups(args.data, args.limit)
     if args.cv:
         result = cross_validate(groups, args)
+        best, mean = result["cv"]["best"], result["cv"]["mean"]
         print(
             f"{args.cv}-fold CV on {len(groups)} papers: R1 {result['cv_rouge1']:.2f} "
-            f"(oracle over the same candidates {result['oracle_rouge1']:.2f})"
+            f"(oracle over the same candidates {result['oracle_rouge1']:.2f}); rouge-score "
+            f"best R1/R2/RL {best['rouge1']:.2f}/{best['rouge2']:.2f}/{best['rougeL']:.2f}, "
+            f"mean {mean['rouge1']:.2f}/{mean['rouge2']:.2f}/{mean['rougeL']:.2f}"
         )
         return 0
     dense, lexical = fit(groups, args)

@@ -3,10 +3,10 @@
 `sentence_features` gives, for every candidate sentence of one abstract, a dict of dense
 features (contribution cues, background/result/citation penalties, position, length,
 centrality: how much of its vocabulary recurs in the rest of the abstract) and
-`lexical_features` a few sparse indicator names (the sentence's opening words, its
-content-word prefixes). `pipeline.offline.tldr` adds per-variant features (length after
-compression, kind of cut, stand-alone checks) and scores them with the shipped linear model;
-`bench/train_tldr.py` computes the very same features to fit it.
+`lexical_features` a few sparse indicator names (the candidate's first one or two words).
+`pipeline.offline.tldr` adds per-variant features (length after compression, kind of cut)
+and scores them with the shipped linear model; `bench/train_tldr.py` computes the very same
+features to fit it.
 """
 
 from __future__ import annotations

@@ -173,12 +173,6 @@ _NOT_ANAPHOR = re.compile(
 )
 # "such <noun>" (not "such as", "such that") inside the sentence: drop the "such".
 _SUCH = re.compile(r"\b[Ss]uch (?!as\b|that\b|a way\b|cases\b)(?=[a-z])")
-# "this problem", "these methods" inside a sentence: the noun was defined earlier.
-_INNER_ANAPHOR = re.compile(
-    r"\b(?:this|these|those|such|the above|the aforementioned|the former|the latter)"
-    r" (?!paper|work|study|article|note|thesis|manuscript|submission|chapter|research|as\b|that\b)"
-    r"[a-z]",
-)
 
 
 def starts_with_anaphor(text: str) -> bool:
@@ -323,25 +317,6 @@ def vague_reference(text: str) -> bool:
     if "our " not in low and "the " not in low:  # every _VAGUE match holds one of them
         return False
     return _VAGUE.search(text) is not None and _INTRODUCES.search(text) is None
-
-
-def inner_anaphors(text: str) -> int:
-    # Every match holds one of _INNER_CUES.
-    if not any(cue in text for cue in _INNER_CUES):
-        return 0
-    return len(_INNER_ANAPHOR.findall(text))
-
-
-_INNER_CUES = (
-    "this ",
-    "these ",
-    "those ",
-    "such ",
-    "the above ",
-    "the aforementioned ",
-    "the former ",
-    "the latter ",
-)
 
 
 # --- cuts and lists ---------------------------------------------------------------------------
