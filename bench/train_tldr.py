@@ -5,7 +5,8 @@
     python -m bench.train_tldr --check          # fit and compare with the shipped file
     python -m bench.train_tldr --data PATH --out PATH --limit N
 
-Needs the `train` extra (numpy, scipy via scikit-learn). Every candidate the extractor would
+Needs only numpy (which rouge-score brings; the `train` extra names it). Every candidate the
+extractor would
 choose from (`pipeline.offline.tldr.candidate_table`: each sentence's compressed variants,
 restricted, as at inference, to the best stand-alone tier of its paper) is labelled with
 its ROUGE-1 F1 against the paper's human TL;DRs (the rouge-score tokenizer and Porter stemmer,
@@ -29,7 +30,6 @@ from functools import cache, lru_cache
 from pathlib import Path
 
 import numpy as np
-from scipy import optimize, sparse
 
 from pipeline.offline import tldr
 
@@ -44,7 +44,7 @@ L2_LEXICAL = 10.0
 MIN_COUNT = 20
 DECIMALS = 4
 SEED = 0
-MAX_ITER = 400
+MAX_ITER = 1000
 LEXICAL = "w1"
 
 
@@ -117,28 +117,26 @@ def load_groups(path: Path, limit: int | None = None) -> list[dict]:
     return groups
 
 
-def design(groups: list[dict], dense_names: list[str], lexicon: dict[str, int]):
-    """Sparse matrix of all candidates (dense features, then lexical indicators)."""
-    rows, cols, vals = [], [], []
+def design(groups: list[dict], dense_names: list[str], lexicon: dict[str, int]) -> np.ndarray:
+    """Matrix of all candidates (dense features, then lexical indicators); a few hundred
+    columns at most, so a dense array."""
     d = len(dense_names)
     dense_index = {name: j for j, name in enumerate(dense_names)}
+    n = sum(len(g["cands"]) for g in groups)
+    x = np.zeros((n, d + len(lexicon)))
     r = 0
     for g in groups:
         for c in g["cands"]:
             for name, v in c.dense.items():
                 j = dense_index.get(name)
                 if v and j is not None:
-                    rows.append(r)
-                    cols.append(j)
-                    vals.append(v)
+                    x[r, j] = v
             for name in c.lexical:
                 j = lexicon.get(name)
                 if j is not None:
-                    rows.append(r)
-                    cols.append(d + j)
-                    vals.append(1.0)
+                    x[r, d + j] = 1.0
             r += 1
-    return sparse.csr_matrix((vals, (rows, cols)), shape=(r, d + len(lexicon)), dtype=np.float64)
+    return x
 
 
 def vocabulary(groups: list[dict], args) -> tuple[list[str], dict[str, int]]:
@@ -168,10 +166,10 @@ def fit(groups: list[dict], args) -> tuple[dict[str, float], dict[str, float]]:
     q = np.exp(z)
     q /= np.add.reduceat(q, starts)[group_of]
     # Standardize the dense columns (the fit is invariant to per-paper constant shifts).
-    xd = x[:, :d].toarray()
-    mean, std = xd.mean(axis=0), xd.std(axis=0)
+    mean, std = x[:, :d].mean(axis=0), x[:, :d].std(axis=0)
     std[std < 1e-9] = 1.0
-    xs = sparse.hstack([sparse.csr_matrix((xd - mean) / std), x[:, d:]], format="csr")
+    xs = x.copy()
+    xs[:, :d] = (x[:, :d] - mean) / std
     l2 = np.concatenate([np.full(d, args.l2_dense), np.full(len(lexicon), args.l2_lexical)])
     n_groups = len(groups)
 
@@ -186,11 +184,7 @@ def fit(groups: list[dict], args) -> tuple[dict[str, float], dict[str, float]]:
         grad = xs.T @ (p - q) / n_groups + l2 * w / n_groups
         return float(value), grad
 
-    w0 = np.zeros(xs.shape[1])
-    res = optimize.minimize(
-        loss, w0, jac=True, method="L-BFGS-B", options={"maxiter": args.max_iter, "gtol": 1e-7}
-    )
-    w = res.x
+    w = lbfgs(loss, np.zeros(xs.shape[1]), args.max_iter)
     dense_w = w[:d] / std
     dense = {name: round(float(v), DECIMALS) for name, v in zip(dense_names, dense_w, strict=True)}
     lex_names = sorted(lexicon, key=lexicon.get)
@@ -201,6 +195,52 @@ def fit(groups: list[dict], args) -> tuple[dict[str, float], dict[str, float]]:
     }
     dense = {k: v for k, v in dense.items() if v != 0.0}
     return dense, lexical
+
+
+def lbfgs(f, x: np.ndarray, max_iter: int, memory: int = 10, gtol: float = 1e-7) -> np.ndarray:
+    """Minimize a smooth convex f (returning value and gradient) with L-BFGS and a backtracking
+    (Armijo) line search, from x; deterministic (no randomness, fixed iteration order)."""
+    fx, g = f(x)
+    steps: list[tuple[np.ndarray, np.ndarray, float]] = []  # (s, y, 1 / y.s)
+    for _ in range(max_iter):
+        if np.max(np.abs(g)) < gtol:
+            break
+        # Two-loop recursion: d = -H g.
+        q = g.copy()
+        alphas = []
+        for s, y, rho in reversed(steps):
+            a = rho * float(s @ q)
+            q -= a * y
+            alphas.append(a)
+        if steps:
+            s, y, _rho = steps[-1]
+            q *= float(s @ y) / float(y @ y)
+        else:
+            q /= max(1.0, float(np.linalg.norm(g)))
+        for (s, y, rho), a in zip(steps, reversed(alphas), strict=True):
+            q += s * (a - rho * float(y @ q))
+        d = -q
+        slope = float(g @ d)
+        if slope >= 0:  # not a descent direction: restart from the gradient
+            steps.clear()
+            d, slope = -g, -float(g @ g)
+        t = 1.0
+        while True:
+            x_new = x + t * d
+            f_new, g_new = f(x_new)
+            if f_new <= fx + 1e-4 * t * slope or t < 1e-12:
+                break
+            t *= 0.5
+        s, y = x_new - x, g_new - g
+        sy = float(s @ y)
+        if sy > 1e-12:
+            steps.append((s, y, 1.0 / sy))
+            del steps[:-memory]
+        done = abs(fx - f_new) <= 1e-13 * max(1.0, abs(fx))
+        x, fx, g = x_new, f_new, g_new
+        if done:
+            break
+    return x
 
 
 def pick(group: dict, dense: dict[str, float], lexical: dict[str, float]) -> int:
