@@ -21,7 +21,18 @@ from pipeline.evaluation.rouge import PROTOCOLS, ROUGE_TYPES, lead1, oracle_sent
 from pipeline.offline.tldr import extract_tldr
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "scitldr" / "dev.jsonl"
+# shared/ beside the repo (a clone), or two levels up (a worktree under /work/wt/).
+DEFAULT_DATA = next(
+    (
+        p
+        for p in (
+            REPO_ROOT.parent / "shared" / "data" / "scitldr" / "dev.jsonl",
+            REPO_ROOT.parents[1] / "shared" / "data" / "scitldr" / "dev.jsonl",
+        )
+        if p.exists()
+    ),
+    REPO_ROOT.parent / "shared" / "data" / "scitldr" / "dev.jsonl",
+)
 
 
 def timed_predictions(abstracts: list[str], passes: int) -> tuple[list[str], float]:

@@ -1,39 +1,52 @@
 """Offline TL;DR: pick the abstract sentence that states the contribution, then compress it.
 
-Deterministic and stdlib-only. Selection scores every sentence with a linear model over
-hand-written features: contribution cues ("we propose", "in this paper", the first such cue),
-penalties for background, motivation, follow-up, citation and result-detail sentences,
-position, length, and centrality (how much of its vocabulary recurs in the rest of the
-abstract; no title needed). The weights were fitted once on the SciTLDR-A dev split
-(ListNet towards the sentences with the best ROUGE-1 against the references, bagged, then
-scaled and rounded); on that split the extractor scores best-reference ROUGE-1 ~42.0
-(~41.8 in 5-fold cross-validation; lead-1 30.1, one-sentence oracle 47.8).
+Deterministic and stdlib-only. Every sentence of the abstract is compressed into a few
+variants (its parentheticals, example lists, boilerplate openers and leading background
+clauses dropped, then cut at clause boundaries at different lengths; "We reduce this cost
+by ..., and propose X" also gives "We propose X"), and every variant is scored by a learned
+linear ranker (`tldr_model.json`, fitted by `python -m bench.train_tldr` on SciTLDR train:
+listwise softmax towards the variants with the best ROUGE-1 against the author TL;DRs).
+Features: `pipeline.offline.tldr_features` (cues, penalties, position, length, centrality,
+first word) plus the variant's length and kind of cut.
 
-Compression drops parentheticals, example lists, boilerplate openers ("In this paper, we",
-"However,") and leading background clauses ("To address this issue, we ..."), then cuts
-trailing detail at clause boundaries until the sentence fits the word budget. Only markup
-is normalized; every word is copied from the abstract, and a last check drops any token whose
-number does not occur in it.
+The winner must stand alone (`pipeline.offline.tldr_rules`): LaTeX is rendered as text and
+citations are dropped beforehand; a variant that opens with an anaphor ("This positions
+...", "These results"), points back mid-sentence ("this cost", "both models"), stops before
+an object ("... to compress."), opens a list it does not finish, or keeps a citation or a
+URL is only taken when no other one is left (tier 2); questions, background and follow-up
+sentences, results about an unnamed method and hard cuts only when no stand-alone variant
+is left (tier 1). Every word is copied from the abstract, and a last check drops any token
+whose number does not occur in it.
 
-Measured on dev and rejected (each within noise or worse): further deletions (which/that/by-ing
-tails, appositives, "novel", adverbs, "we <verb>"), shorter or longer word budgets, fusing a
-second sentence, "This paper proposes"/"We propose" rewrites, extra selection features,
-pairwise, boosted or directly-optimized rankers.
+SciTLDR-A dev (619 papers, reported only): best-reference ROUGE-1/2/L 41.2/21.1/34.7, mean
+32.1/12.7/26.0 (lead-1 30.1, one-sentence oracle 47.8); 5-fold CV on train ROUGE-1 37.9.
+The same ranker without the stand-alone tiers scores 42.4 on dev (38.6 CV): that is what
+the rules cost. Measured in CV and rejected (no gain, or worse): content-word and
+first-two-word lexical features, gradient-boosted trees, an expected-ROUGE objective, R1+R2
+labels, other temperatures and L2 strengths, features of the neighbouring sentences,
+"introduces a recurring term", relative centrality, a learned prior of TL;DR words.
+
+Scoring expands only the sentences that can still win: one whose score plus an upper bound
+of what its variants can add falls below the best stand-alone variant found so far is
+skipped, which gives the same result as expanding all of them.
 """
 
 from __future__ import annotations
 
 import html
-import math
+import json
 import re
-from collections import Counter
-from itertools import chain
-from operator import countOf, mul
+from operator import mul
+from pathlib import Path
+from typing import NamedTuple
 
+from pipeline.offline import tldr_rules as rules
+from pipeline.offline.tldr_features import lexical_features, sentence_features
 from pipeline.text import display_text, normalize_ws, numbers_in, split_sentences
 
 MAX_WORDS = 35
 TARGET_WORDS = 30
+MODEL_PATH = Path(__file__).with_name("tldr_model.json")
 # Abstracts are ~2 kB; anything far beyond that is not an abstract, so only its head is read.
 _MAX_CHARS = 20_000
 _MAX_SENTENCES = 60
@@ -41,6 +54,8 @@ _MAX_SENTENCE_WORDS = 120
 _MAX_OUT_CHARS = 320
 _MAX_CJK_CHARS = 100
 _MIN_KEPT_WORDS = 5
+_MIN_CUT_WORDS = 8
+_MAX_SHORTER = 3  # shorter variants per sentence, besides the one that just fits
 
 # Inline markup vanishes ("<b>Foo</b>Net" is one word); block markup separates words.
 _HTML_INLINE = re.compile(
@@ -56,115 +71,19 @@ _HTML_BLOCK = re.compile(
 _MARKDOWN = re.compile(r"\*\*([^*\n]+)\*\*|(?<![\w$\\])_([^_$\n]+)_(?![\w$])")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _CJK_END = re.compile(r"(?<=[\u3002\uff01\uff1f\uff1b])")
+_CJK_ENDS = "\u3002\uff01\uff1f\uff1b"
 _SEMICOLON = re.compile(r";\s+")
-_WORD = re.compile(r"[a-z][a-z0-9]+")
-_DIGIT = re.compile(r"\d")
+# split_sentences keeps "etc. To overcome this, we ..." together ("etc." is an abbreviation).
+_ETC_END = re.compile(r"(?<=\betc\.)\s+(?=[A-Z])")
 _NUMBER_CHARS = frozenset("0123456789.,")
 
 
-def _wordset(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-_STOP = _wordset(
-    """a an the of to in on for and or with by from as at is are was were be been being this that
-    these those it its we our us their they which who whom whose what when where how than then
-    such can could may might will would should must do does did has have had not no but also
-    both each more most other some any all into over under between through via using use used
-    based new novel approach method methods paper work propose proposed show shows present
-    well while however further thus there here one two first"""
-)
+def _words(text: str) -> list[str]:
+    return text.split()
 
 
 def _rx(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE)
-
-
-_PROPOSE = re.compile(
-    r"\b(?:we|this (?:paper|work|study|article|note)|the (?:present|current) (?:paper|work))"
-    r" (?:\w+ly )?(?:propose|introduce|present|develop|design|devise|formulate|describe"
-    r"|put forward|offer|contribute|construct|build|create|establish|define)s?\b"
-    r"|\u672c\u6587|\u6211\u4eec\u63d0\u51fa|\u63d0\u51fa\u4e86?\u4e00\u79cd"  # 本文, 我们提出, 提出(了)一种
-)
-_IN_THIS = re.compile(r"\b(?:in|with) this (?:paper|work|study|article|note)\b")
-_HERE_WE = re.compile(r"^(?:here|herein),? we\b")
-_WE_SHOW = re.compile(
-    r"\bwe (?:\w+ly )?(?:show|demonstrate|prove|find|study|investigate|explore|analy[sz]e"
-    r"|derive|identify|examine|consider|address|tackle|provide|extend|generalize|learn"
-    r"|train|argue|reveal|characterize|establish|leverage|use|apply|frame|cast|view)\b"
-)
-_THIS_PAPER = re.compile(r"\bthis (?:paper|work)\b")
-_BACKGROUND = re.compile(
-    r"\b(?:recent(?:ly)?|has been|have been|has shown|have shown|has become|have become"
-    r"|remains?|is still|are still|widely|typically|traditionally|commonly|often"
-    r"|existing|prior|previous|conventional|current|state-of-the-art methods)\b"
-)
-_FOLLOW_UP = re.compile(
-    r"^(?:we also|also|moreover|furthermore|additionally|in addition|finally|lastly"
-    r"|further|besides|specifically|in particular|for example|for instance|e\.g\.)\b"
-)
-_RESULTS = re.compile(
-    r"\b(?:experiments?|experimental(?:ly)?|empirical(?:ly)?|results|outperforms?"
-    r"|benchmarks?|datasets?|accuracy|baselines?|evaluat\w+)\b"
-)
-_PERCENT = re.compile(r"\d+(?:\.\d+)?\s*(?:%|\\%|x\b|\u00d7)")
-_LINK = re.compile(r"https?://|\bgithub\b|\bcode (?:is|are|will be) (?:publicly )?available\b")
-_DEFINITION = re.compile(r"^[A-Z][\w-]*(?: [\w-]+){0,4} (?:is|are) ")
-_NAMING = re.compile(r"\b(?:we call|which we call|called|dubbed|named|termed|coined|we refer to)\b")
-_NOVEL = re.compile(r"\b(?:a|an) (?:novel|new|simple|general|unified|principled|generic)\b")
-_ANAPHOR = re.compile(r"^(?:This|These|It|Such|They|Its|Their|Both)\b")
-_CITATION = re.compile(r"\bet al\b|\(\D{0,60}(?:19|20)\d\d[a-z]?\)|\[\d+(?:[,\u2013-]\s*\d+)*\]")
-_MATH = re.compile(r"[$\\^_]")
-_ACRONYM = re.compile(r"\b[A-Za-z]*[A-Z][A-Za-z0-9]*[A-Z][\w-]*")
-
-
-# Feature patterns match the lowercased sentence (faster than IGNORECASE), except the cased
-# ones (_DEFINITION, _ANAPHOR, _ACRONYM); see _cue_features, which also uses faster exact
-# stand-ins for some searches (the features are unchanged):
-# - a "hint" is a pattern without its leading \b, which re scans much faster (its literal
-#   first characters are known); every match of the pattern is a match of the hint, so the
-#   pattern only needs searching from the hint's first match, if there is one;
-# - a whole-word alternation `\b(?:w1|w2|...)\b` of \w-only words matches exactly when one of
-#   the sentence's \w+ tokens is one of the words;
-# - a pattern is only searched when the sentence holds a substring that every match holds.
-def _hint(pattern: re.Pattern[str]) -> re.Pattern[str]:
-    assert pattern.pattern.startswith(r"\b") and not pattern.flags & re.IGNORECASE
-    return re.compile(pattern.pattern[2:])
-
-
-def _hinted(pattern: re.Pattern[str], low: str, hint: re.Pattern[str]) -> float:
-    m = hint.search(low)
-    return 1.0 if m and pattern.search(low, m.start()) else 0.0
-
-
-_TOKEN = re.compile(r"\w+")
-_PROPOSE_HINT = _hint(_PROPOSE)
-_WE_SHOW_HINT = _hint(_WE_SHOW)
-_NOVEL_HINT = _hint(_NOVEL)
-_CITATION_HINT = _hint(_CITATION)
-# In every _PROPOSE match outside CJK, the verb (+ "s") is a whole token ("put forward": forward).
-_PROPOSE_VERBS = frozenset(
-    verb + s
-    for verb in _wordset(
-        "propose introduce present develop design devise formulate describe forward offer"
-        " contribute construct build create establish define"
-    )
-    for s in ("", "s")
-)
-# In every _NOVEL match the adjective is a whole token.
-_NOVEL_WORDS = _wordset("novel new simple general unified principled generic")
-# _ARTIFACT: \b(?:framework|method|...)\b
-_ARTIFACT_WORDS = _wordset("framework method approach algorithm model architecture technique")
-_RESULTS_WORDS = _wordset(
-    "experiment experiments experimental experimentally empirical empirically results"
-    " outperform outperforms benchmark benchmarks dataset datasets accuracy baseline baselines"
-)  # and evaluat\w+, left to _RESULTS
-_BACKGROUND_WORDS = _wordset(
-    "recent recently remain remains widely typically traditionally commonly often existing prior"
-    " previous conventional current"
-)
-_NAMING_WORDS = _wordset("called dubbed named termed coined")  # and "we call/refer to"
-_ACRONYM_HINT = re.compile(r"[A-Z][A-Za-z0-9]*[A-Z]")  # in every _ACRONYM match
 
 
 # Openers that carry no content: "In this paper, we ...", "To this end, ...", "However, ...".
@@ -179,88 +98,329 @@ _OPENERS = _rx(
     r"|such)(?: [\w-]+){0,3}),\s*"
 )
 _OPENERS_NO_COMMA = _rx(
-    r"^(?:(?:in|with) this (?:paper|work|study|article|note)|here(?:in)?)\s+(?=we\b)"
+    r"^(?:(?:in|with) this (?:paper|work|study|article|note)|here(?:in)?|furthermore|moreover"
+    r"|additionally|in addition|also|further|finally|lastly|then|thus|hence|therefore|now|next"
+    r"|specifically|in particular|instead|to this end)\s+(?=we\b)"
+)
+# "We reduce this cost by ..., and propose X": the coordinated contribution can stand alone.
+_AND_PROPOSE = _rx(
+    r",?\s+and (?:we |then )?(?=(?:propose|introduce|present|develop|design|devise|show"
+    r"|demonstrate|prove|derive|provide|establish)\b)"
+)
+# Sentences that only add to what came before ("Further analysis indicates ...").
+_FOLLOW_UP = _rx(
+    r"^(?:further|furthermore|moreover|additionally|in addition|also|we also|finally|lastly"
+    r"|besides|beyond this)\b"
 )
 # A leading clause before ", we ..." / ", our ..." ("Motivated by X, we ...", "Using X, we ...").
 _LEAD_CLAUSE = _rx(
     r"^(?:[a-z]+ing|while|whereas|although|though|since|because|as|when|if|despite|unlike"
     r"|motivated|inspired|based|given|in contrast to|compared (?:to|with)|instead of|beyond"
     r"|towards?|in order to|to|over|across|using|by|through|after|with|for|on|in)\b"
-    r"[^;]{0,200}?,\s+(?=(?:we|our)\b)"
+    r"[^;]{0,200}?,\s+(?:(?:in|with) this (?:paper|work|study),?\s+|here,?\s+)?(?=(?:we|our)\b)"
 )
-_PAREN = re.compile(r"\s*\([^()]*\)")
+_LEAD_CLAUSE_HINT = _rx(r",\s+(?:we|our|in this|with this|here)\b")
+# A parenthetical after a space ("RangeNet (RN)"); "O(n log n)" and "ResNet(s)" stay.
+_PAREN = re.compile(r"\s+\([^()]*\)")
 # Examples between paired dashes: "defenses---such as probes---are" (a dashed appositive stays).
 _DASH_ASIDE = _rx(
     r"\s*(?:-{2,3}|[\u2013\u2014])\s*(?:e\.g\.|i\.e\.|such as|including|for example)"
     r"[^-\u2013\u2014]{1,150}?(?:-{2,3}|[\u2013\u2014])\s*"
 )
 _EXAMPLES = _rx(
-    r",?\s*\b(?:e\.g\.|i\.e\.|such as|including)[^,;()\u2013\u2014]*?(?=[,;.](?:\s|$)|--|$)"
+    r"(,?)\s*\b(?:(?:e\.g\.|i\.e\.),?|such as|including)[^,;()\u2013\u2014]*?"
+    r"(?=[,;.](?:\s|$)|--|$)(,(?=\s))?"
 )
-# Every _LEAD_CLAUSE match holds one of these, so the (slow, lazy) clause search needs one.
-_LEAD_CLAUSE_HINT = _rx(r",\s+(?:we|our)\b")
-_DANGLING = _wordset(
-    "a an the of to in on for and or with by from as at that which whose its their our this these"
-    " is are be via than into over under between based using such like whether when where while"
-    " both either not can we it also how what who without within across through upon among toward"
-    " towards against along during about per thus then"
-)
+
+
+def _drop_example(m: re.Match[str]) -> str:
+    # ", e.g., X, for Y" -> " for Y" (both commas of the aside go); "X such as Y, and" keeps its.
+    return "" if m.group(1) and m.group(2) else m.group(2) or ""
+
+
 # Trailing detail that can go when the sentence is over budget.
 _TAIL_CUTS = _rx(
     r"(?:,|;|:|\s[-\u2013\u2014]+)\s+(?=(?:which|where|whereby|while|whereas|thus|thereby|and thus"
     r"|leading|resulting|allowing|enabling|making|yielding|achieving|outperforming|including"
-    r"|such as|as well as|and (?:we|our|it|show|demonstrate|achieve)|but)\b)|;\s+"
+    r"|such as|as well as|and (?:we|our|it|show|demonstrate|achieve)|but|[a-z]{3,}ing)\b)|;\s+"
 )
+# Where a shorter variant may end: any clause boundary above, a comma, or before a trailing
+# means/purpose phrase ("... by learning X", "... using Y", "... in order to Z").
+_SHORT_CUTS = _rx(
+    r"(?:;|:|\s[-\u2013\u2014]+)\s+"
+    r"|,\s+(?=(?:which|where|whereby|while|whereas|thus|thereby|and|but|leading|resulting|allowing"
+    r"|enabling|making|yielding|achieving|outperforming|including|such|namely|showing"
+    r"|demonstrating|providing|offering|improving|reducing|without|called|named|dubbed|termed"
+    r"|a|an|[a-z]{3,}ing)\b)"
+    r"|\s+(?=(?:by [a-z]+ing|using|via|through|based on|in order to|so as to|without|which|while"
+    r"|whereby|thereby|and thus|and then|leading to|resulting in)\b)"
+)
+# A prefix whose last clause opens a condition or concession ("... says that if we consider
+# X") needs the rest of the sentence.
+_OPEN_CLAUSE = _rx(
+    r"\b(?:if|when|whenever|although|though|unless|once|whether|because|since|while|whereas"
+    r"|not only|both|either|neither|between|from)\b"
+)
+# A hard cut (no clause boundary left) ends before one of these words, never after it.
+_BREAK_BEFORE = frozenset(
+    _words(
+        "and with by for to that which using via in on through while where based from of as at"
+        " into over under between across without whose when"
+    )
+)
+# ... and before these the clause it leaves is whole ("... control algorithms | through six
+# techniques"); a cut before "to", "of", "as" ... may take a verb's argument away.
+_SAFE_BREAK = frozenset(_words("by using via through while where which whose when based without"))
 
-# (feature, weight): the linear sentence scorer, fitted on SciTLDR-A dev (see module docstring).
-_WEIGHTS: tuple[tuple[str, float], ...] = (
-    ("propose", 1.80),
-    ("in_this", -0.64),
-    ("here_we", 0.67),
-    ("we_show", 0.72),
-    ("this_paper", 0.95),
-    ("we", 0.39),
-    ("first_cue", 0.84),
-    ("first_we", 1.53),
-    ("background", -0.25),
-    ("follow_up", -0.25),
-    ("results", -0.65),
-    ("percent", -1.14),
-    ("link", -1.26),
-    ("definition", -0.39),
-    ("artifact", 0.36),
-    ("naming", 0.35),
-    ("novel", -0.26),
-    ("anaphor", 0.47),
-    ("before_cue", -0.80),
-    ("citation", -1.30),
-    ("math", -0.77),
-    ("acronyms", 0.58),
-    ("kept_words", 0.83),
-    ("question", -0.75),
-    ("colon", -0.52),
-    ("digit", -0.17),
-    ("first", 0.51),
-    ("last", -0.16),
-    ("position", -0.24),
-    ("log_words", 0.03),
-    ("short", -2.09),
-    ("length_gap", -0.67),
-    ("centrality", 10.00),
-    ("cosine", 3.74),
-    ("coverage", 1.45),
-    ("content", 1.26),
-)
+_CUT_KINDS = ("cut_none", "cut_tail", "cut_short", "cut_hard", "cut_list", "cut_second")
+_BLANK = {kind: 0.0 for kind in _CUT_KINDS}
+
+
+class Candidate(NamedTuple):
+    """One variant of one sentence: the TL;DR it would give, and what the ranker sees."""
+
+    text: str
+    sentence: int  # index of the sentence in the abstract
+    dense: dict[str, float]
+    lexical: list[str]
+    tier: int  # 0: stands alone; 1: question/background/hard cut; 2: not stand-alone
+
+
+def _load_model(path: Path) -> tuple[dict[str, float], dict[str, float]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:  # only while `bench.train_tldr` writes the first model
+        return {}, {}
+    return data["dense"], data["lexical"]
+
+
+_DENSE, _LEXICAL = _load_model(MODEL_PATH)
+# The variant features' weights, looked up once (extract_tldr scores variants without dicts).
+_VARIANT_WEIGHTS = {
+    name: _DENSE.get(name, 0.0)
+    for name in (*_CUT_KINDS, "kept_words", "kept_sq", "kept_ratio", "raw_latex", "background_rule")
+}
+
+
+def _variant_bound(w: dict[str, float], lexical: dict[str, float]) -> float:
+    """An upper bound of _variant_score over every possible variant (1..MAX_WORDS words, a
+    kept ratio in (0, 1], any flags, the best opening words)."""
+    length = max(
+        w["kept_words"] * (n / 20) + w["kept_sq"] * (n / 20) ** 2 for n in range(1, MAX_WORDS + 1)
+    )
+    words = [
+        max([0.0] + [v for k, v in lexical.items() if k.startswith(prefix)])
+        for prefix in ("w1:", "w2:")
+    ]
+    return (
+        max(w[kind] for kind in _CUT_KINDS)
+        + length
+        + max(w["kept_ratio"], 0.0)
+        + max(w["background_rule"], 0.0)
+        + max(w["raw_latex"], 0.0)
+        + sum(words)
+        + 1e-6
+    )
+
+
+_VARIANT_BOUND = _variant_bound(_VARIANT_WEIGHTS, _LEXICAL)
+# The sentence features' weights, in one fixed order (summed with map(mul, ...) in C).
+_SENTENCE_NAMES = tuple(name for name in _DENSE if name not in _VARIANT_WEIGHTS)
+_SENTENCE_WEIGHTS = tuple(_DENSE[name] for name in _SENTENCE_NAMES)
+_ZEROS = (0.0,) * len(_SENTENCE_NAMES)
+_ONLY_W1 = all(name.startswith("w1:") for name in _LEXICAL)
+_LEXICAL_MAX = max([0.0, *_LEXICAL.values()]) if _ONLY_W1 else None
+
+
+def _sentence_bound(sentence: str, background: bool) -> float:
+    """A tighter _VARIANT_BOUND for the variants of one sentence: its kinds of cut, lengths
+    (at most its own, at most MAX_WORDS) and flags."""
+    if _LEXICAL_MAX is None:
+        return _VARIANT_BOUND
+    w = _VARIANT_WEIGHTS
+    n_source = sentence.count(" ") + 1
+    kinds = max(w["cut_none"], w["cut_tail"], w["cut_short"], w["cut_second"])
+    if n_source > MAX_WORDS:
+        kinds = max(kinds, w["cut_hard"])
+    if ":" in sentence:
+        kinds = max(kinds, w["cut_list"])
+    # max over n in 1..cap of a*n + b*n^2 (kept_words, kept_ratio, kept_sq).
+    cap = min(n_source, MAX_WORDS)
+    a = w["kept_words"] / 20 + w["kept_ratio"] / n_source
+    b = w["kept_sq"] / 400
+    ns = {1, cap}
+    if b < 0:
+        peak = -a / (2 * b)
+        ns.update(n for n in (int(peak), int(peak) + 1) if 1 <= n <= cap)
+    length = max(a * n + b * n * n for n in ns)
+    latex = (
+        max(w["raw_latex"], 0.0)
+        if ("$" in sentence or "\\" in sentence or "{" in sentence or "}" in sentence)
+        else 0.0
+    )
+    flag = max(w["background_rule"], 0.0) if background else 0.0
+    return kinds + length + latex + flag + _LEXICAL_MAX + 1e-6
 
 
 def extract_tldr(text: str) -> str:
     """One compressed sentence (<= 35 words) stating the abstract's contribution."""
     head = _head(text)
-    sentences = _candidates(head)
+    sentences = _candidates(_clean(head))
     if not sentences:
         return _fallback(head)
-    out = _finish(_select(sentences))
-    return _grounded(out, head) or _fallback(head)
+    rows = sentence_features(sentences)
+    flags = _sentence_flags(sentences, rows)
+    names, weights, zeros = _SENTENCE_NAMES, _SENTENCE_WEIGHTS, _ZEROS
+    sentence_scores = [sum(map(mul, map(row.get, names, zeros), weights)) for row in rows]
+    # Sentences in the order of their own score. A sentence whose best possible variant
+    # (its score + _VARIANT_BOUND) cannot reach the best stand-alone variant found so far is
+    # not expanded: the result is the same as expanding every sentence, only cheaper.
+    ranked = sorted(range(len(sentences)), key=lambda i: (-sentence_scores[i], i))
+    scored = []  # (sort key, variant)
+    best0 = None  # sort key of the best tier-0 variant so far
+    for i in ranked:
+        if best0 is not None and sentence_scores[i] + _VARIANT_BOUND < -best0[0] - 1e-6:
+            break  # nor any sentence after it
+        if best0 is not None and (
+            sentence_scores[i] + _sentence_bound(sentences[i], flags[i][0]) < -best0[0] - 1e-6
+        ):
+            continue
+        for k, variant in enumerate(_sentence_variants(i, sentences[i], *flags[i])):
+            key = (-round(sentence_scores[i] + _variant_score(variant), 9), i, k)
+            scored.append((key, variant))
+            if (best0 is None or key < best0) and _tier(variant[1], variant[6]) == 0:
+                best0 = key
+    if best0 is not None:
+        best = next(v for key, v in scored if key == best0)[1]
+        return _grounded(best, head) or _fallback(head)
+    # No stand-alone variant: the best one of the lowest tier (every sentence was expanded).
+    scored.sort(key=lambda item: item[0])
+    best, best_tier = scored[0][1][1], 3
+    for _key, variant in scored:
+        tier = _tier(variant[1], variant[6])
+        if tier < best_tier:
+            best, best_tier = variant[1], tier
+    return _grounded(best, head) or _fallback(head)
+
+
+def _variant_score(variant: tuple) -> float:
+    """The variant features' part of a score (what candidate_table's dicts add up to)."""
+    _i, tldr, kind, n, n_source, background, _soft = variant
+    w = _VARIANT_WEIGHTS
+    return (
+        w[kind]
+        + w["kept_words"] * (n / 20)
+        + w["kept_sq"] * (n / 20) ** 2
+        + w["kept_ratio"] * min(n / n_source, 1.0)
+        + (w["background_rule"] if background else 0.0)
+        + (w["raw_latex"] if rules.has_raw_latex(tldr) else 0.0)
+        + _lexical_score(tldr, _LEXICAL)
+    )
+
+
+def score(candidate: Candidate, dense=None, lexical=None) -> float:
+    """The linear ranker's score of one candidate (the shipped model unless others are given)."""
+    dense = _DENSE if dense is None else dense
+    lexical = _LEXICAL if lexical is None else lexical
+    return _dot(candidate.dense, dense) + sum(lexical.get(name, 0.0) for name in candidate.lexical)
+
+
+def _dot(features: dict[str, float], weights: dict[str, float]) -> float:
+    total = 0.0
+    for name, value in features.items():
+        if value:
+            total += weights.get(name, 0.0) * value
+    return total
+
+
+def _lexical_score(tldr: str, lexical: dict[str, float]) -> float:
+    first = tldr.split(" ", 1)[0]
+    if _ONLY_W1 and first.isalnum() and first.isascii() and first[0].isalpha() and len(first) > 1:
+        # The common case, same as lexical_features: a plain first word, and a model that only
+        # weighs first words.
+        return lexical.get("w1:" + first.lower(), 0.0)
+    return sum(lexical.get(name, 0.0) for name in lexical_features(tldr))
+
+
+def candidate_table(text: str) -> list[Candidate]:
+    """Every variant of every sentence of the abstract, with all its features and its tier
+    (what `bench.train_tldr` fits the ranker on)."""
+    sentences = _candidates(_clean(text))
+    if not sentences:
+        return []
+    rows = sentence_features(sentences)
+    out = []
+    for i, tldr, kind, n, n_source, background, soft in _variant_rows(sentences, rows):
+        features = dict(rows[i])
+        features.update(_BLANK)
+        features[kind] = 1.0
+        features["kept_words"] = n / 20
+        features["kept_sq"] = (n / 20) ** 2
+        features["kept_ratio"] = min(n / n_source, 1.0)
+        features["raw_latex"] = float(rules.has_raw_latex(tldr))
+        features["background_rule"] = float(background)
+        out.append(Candidate(tldr, i, features, lexical_features(tldr), _tier(tldr, soft)))
+    return out
+
+
+def _variant_rows(sentences: list[str], rows: list[dict[str, float]]):
+    """(sentence index, TL;DR text, kind of cut, its words, the sentence's words, background
+    flag, soft flag) for every distinct variant of every sentence; `candidate_table` turns
+    these into the ranker's variant features."""
+    for i, (background, soft) in enumerate(_sentence_flags(sentences, rows)):
+        yield from _sentence_variants(i, sentences[i], background, soft)
+
+
+def _sentence_flags(sentences: list[str], rows: list[dict[str, float]]) -> list[tuple[bool, bool]]:
+    """(background, soft) per sentence. Soft marks a question, a follow-up or a background
+    sentence in an abstract that has a sentence stating its own contribution."""
+    contribution = [_is_contribution(s, row) for s, row in zip(sentences, rows, strict=True)]
+    has_contribution = any(contribution)
+    seen_contribution = False
+    out = []
+    for i, sentence in enumerate(sentences):
+        seen_contribution |= contribution[i]
+        background = has_contribution and not contribution[i] and not seen_contribution
+        follow_up = has_contribution and _FOLLOW_UP.match(sentence) is not None
+        soft = bool(rows[i]["question"]) and has_contribution or background or follow_up
+        out.append((background, soft))
+    return out
+
+
+def _sentence_variants(i: int, sentence: str, background: bool, soft: bool):
+    n_source = sentence.count(" ") + 1
+    seen: set[str] = set()
+    for variant, kind in _variants(sentence):
+        tldr = _finish(variant)
+        if not tldr or tldr in seen:
+            continue
+        seen.add(tldr)
+        n = tldr.count(" ") + 1
+        yield i, tldr, kind, n, n_source, background, soft or kind == "cut_hard"
+
+
+def _tier(tldr: str, soft: bool) -> int:
+    """0: stands alone; 1: a question, background, follow-up, unnamed method ("the proposed
+    model improves ...") or hard cut; 2: does not stand alone."""
+    if (
+        (tldr.count(" ") + 1 < _MIN_KEPT_WORDS and not _CJK.search(tldr))
+        or rules.starts_with_anaphor(tldr)
+        or rules.ends_unfinished(tldr)
+        or rules.unfinished_list(tldr)
+        or rules.has_citation(tldr)
+        or rules.unresolved_anaphor(tldr)
+        or rules.has_url(tldr)
+        or rules.pronoun_subject(tldr)
+    ):
+        return 2
+    return 1 if soft or rules.vague_reference(tldr) else 0
+
+
+def _is_contribution(sentence: str, row: dict[str, float]) -> bool:
+    """A sentence about the paper's own work: "we", "our", "this paper", "is proposed"."""
+    if row["question"] or row["start_anaphor"]:
+        return False
+    return bool(row["we"] or row["propose"]) or "propos" in sentence or "present" in sentence
 
 
 def _head(text: str) -> str:
@@ -272,6 +432,7 @@ def _head(text: str) -> str:
 
 
 def _clean(text: str) -> str:
+    """Markup normalized for reading: HTML, entities, Markdown, LaTeX, citations."""
     if "<" in text:
         text = _HTML_BLOCK.sub(" ", _HTML_INLINE.sub("", text))
     if "&" in text:
@@ -279,24 +440,21 @@ def _clean(text: str) -> str:
     text = display_text(text)
     if "*" in text or "_" in text:
         text = _MARKDOWN.sub(lambda m: m.group(1) or m.group(2), text)
-    return normalize_ws(text)
-
-
-_CJK_ENDS = "\u3002\uff01\uff1f\uff1b"
+    text = rules.latex_to_text(text)
+    return normalize_ws(rules.strip_citations(text))
 
 
 def _candidates(text: str) -> list[str]:
     """Sentences, CJK sentences and semicolon-separated clauses, capped in number and length."""
     out: list[str] = []
-    text = _clean(text)
     cjk = any(ch in text for ch in _CJK_ENDS)
     for sentence in split_sentences(text):
-        if not cjk and ";" not in sentence and sentence.count(" ") < _MAX_SENTENCE_WORDS:
-            # Already single-spaced and stripped, and short enough: the general case below
-            # would give it back unchanged.
-            out.append(sentence)
-        else:
-            for piece in _CJK_END.split(sentence) if cjk else [sentence]:
+        pieces = _ETC_END.split(sentence) if "etc. " in sentence else [sentence]
+        for part in pieces:
+            if not cjk and ";" not in part and part.count(" ") < _MAX_SENTENCE_WORDS:
+                out.append(part)
+                continue
+            for piece in _CJK_END.split(part) if cjk else [part]:
                 clauses = [c for c in _SEMICOLON.split(piece) if len(c.split()) >= 6]
                 for c in clauses if len(clauses) > 1 else [piece]:
                     words = c.split()
@@ -307,144 +465,60 @@ def _candidates(text: str) -> list[str]:
     return out[:_MAX_SENTENCES]
 
 
-_WEIGHT_NAMES = tuple(name for name, _ in _WEIGHTS)
-_WEIGHT_VALUES = tuple(w for _, w in _WEIGHTS)
+def _variants(sentence: str) -> list[tuple[str, str]]:
+    """(text, kind of cut) variants of one sentence: the compressed sentence cut to fit the
+    budget, and up to _MAX_SHORTER shorter ones ending at a clause boundary."""
+    base = _compress(sentence)
+    fitted, kind = _fit(base)
+    out = [(fitted, kind)]
+    if rules.unfinished_list(fitted):
+        head = rules.cut_before_list(fitted)
+        if head:
+            out.append((head, "cut_list"))
+    if " and " in base:
+        m = _AND_PROPOSE.search(base)
+        if m and m.start() > 0 and base[:2].lower() == "we":
+            second, _kind = _fit("We " + base[m.end() :])
+            if second.count(" ") + 1 >= _MIN_CUT_WORDS:
+                out.append((second, "cut_second"))
+    at = rules.anaphor_start(fitted)
+    if at > 0:
+        # "... model as the first approach to this matter": end before the phrase that points
+        # back, at the last preposition or clause word before it.
+        words = fitted[:at].split()
+        breaks = [
+            j
+            for j in range(_MIN_KEPT_WORDS + 1, len(words))
+            if words[j].lower() in _BREAK_BEFORE or words[j - 1].endswith(",")
+        ]
+        if breaks:
+            # Back over a short chain of phrases ("as the first approach | to this matter").
+            k = len(breaks) - 1
+            while k > 0 and breaks[k] - breaks[k - 1] <= 4 and "," not in words[breaks[k] - 1]:
+                k -= 1
+            head = " ".join(words[: breaks[k]])
+            if not rules.ends_unfinished(head):
+                out.append((head, "cut_short"))
+    n_fitted = fitted.count(" ") + 1
+    if n_fitted > _MIN_CUT_WORDS + 2:
+        shorter = []
+        for m in _SHORT_CUTS.finditer(fitted):
+            prefix = fitted[: m.start()]
+            n = prefix.count(" ") + 1
+            if _MIN_CUT_WORDS <= n <= n_fitted - 3 and not _open_clause(prefix):
+                shorter.append(prefix)
+        out += [(prefix, "cut_short") for prefix in shorter[-_MAX_SHORTER:]]
+    return out
 
 
-def _select(sentences: list[str]) -> str:
-    """The best-scoring sentence, already compressed."""
-    compressed = [_compress(s) for s in sentences]
-    rows = _features(sentences, [n_words for _, n_words in compressed])
-    # Same products, summed in the same order, as sum(w * row[name] for name, w in _WEIGHTS).
-    scores = [sum(map(mul, _WEIGHT_VALUES, map(row.__getitem__, _WEIGHT_NAMES))) for row in rows]
-    best = max(range(len(sentences)), key=lambda i: (scores[i], -i))
-    return compressed[best][0]
+def _open_clause(prefix: str) -> bool:
+    last = max(prefix.rfind(","), prefix.rfind(";"), prefix.rfind(":"))
+    return _OPEN_CLAUSE.search(prefix, last + 1) is not None
 
 
-class _Vocabulary:
-    """Word statistics of one abstract that centrality features compare a sentence against."""
-
-    def __init__(self, stems: list[list[str]], counts: list[Counter[str]]) -> None:
-        self.n = len(counts)
-        # Counting iterables runs in C (Counter.update with a Counter is a Python loop).
-        self.total = total = Counter(chain.from_iterable(stems))
-        self.df = df = Counter(chain.from_iterable(counts))
-        self.recurring = (len(df) - countOf(df.values(), 1)) or 1  # words in >= 2 sentences
-        self.total_sq = sum(map(mul, total.values(), total.values()))
-
-
-def _features(sentences: list[str], kept_words: list[int]) -> list[dict[str, float]]:
-    """Per-sentence feature values: cues, penalties, position, length and centrality."""
-    n = len(sentences)
-    lows = [s.lower() for s in sentences]
-    # A 6-letter prefix is a cheap stand-in for stemming ("propose", "proposed", "proposal").
-    stems = [[w[:6] for w in _WORD.findall(low) if w not in _STOP] for low in lows]
-    counts = [Counter(words) for words in stems]
-    vocab = _Vocabulary(stems, counts)
-    rows: list[dict[str, float]] = []
-    seen_cue = seen_we = False
-    for i, s in enumerate(sentences):
-        low = lows[i]
-        row = _cue_features(s, low)
-        cue = bool(row["propose"] or row["in_this"] or row["here_we"])
-        we = bool(row["we"])
-        row["first_cue"] = float(cue and not seen_cue)
-        row["first_we"] = float(we and not seen_we)
-        row["before_cue"] = float(not seen_cue and not cue)
-        _shape_features(row, s, kept_words[i], i, n)
-        _centrality(row, counts[i], vocab)
-        rows.append(row)
-        seen_cue |= cue
-        seen_we |= we
-    return rows
-
-
-def _cue_features(s: str, low: str) -> dict[str, float]:
-    """Pattern features of the lowercased sentence, then the cased ones, and "we"."""
-    words = set(_TOKEN.findall(low))
-    propose = (
-        not words.isdisjoint(_PROPOSE_VERBS) or "\u672c\u6587" in low or "\u63d0\u51fa" in low
-    ) and _hinted(_PROPOSE, low, _PROPOSE_HINT)
-    this_paper = ("this paper" in low or "this work" in low) and _THIS_PAPER.search(low)
-    in_this = ("in this " in low or "with this " in low) and _IN_THIS.search(low)
-    citation = ("et al" in low or "(" in low or "[" in low) and _hinted(
-        _CITATION, low, _CITATION_HINT
-    )
-    results = not words.isdisjoint(_RESULTS_WORDS) or ("evaluat" in low and _RESULTS.search(low))
-    background = not words.isdisjoint(_BACKGROUND_WORDS) or (
-        ("has " in low or "have " in low or " still" in low or "state-of-the-art methods" in low)
-        and _BACKGROUND.search(low)
-    )
-    naming = not words.isdisjoint(_NAMING_WORDS) or (
-        ("we call" in low or "we refer to" in low) and _NAMING.search(low)
-    )
-    percent = ("%" in low or "x" in low or "\u00d7" in low) and _PERCENT.search(low)
-    link = ("http" in low or "github" in low or "code " in low) and _LINK.search(low)
-    math_ = ("$" in low or "\\" in low or "^" in low or "_" in low) and _MATH.search(low)
-    return {
-        "propose": 1.0 if propose else 0.0,
-        "in_this": 1.0 if in_this else 0.0,
-        "here_we": 1.0 if _HERE_WE.search(low) else 0.0,
-        "we_show": _hinted(_WE_SHOW, low, _WE_SHOW_HINT) if "we" in words else 0.0,
-        "this_paper": 1.0 if this_paper else 0.0,
-        "background": 1.0 if background else 0.0,
-        "follow_up": 1.0 if _FOLLOW_UP.search(low) else 0.0,
-        "results": 1.0 if results else 0.0,
-        "percent": 1.0 if percent else 0.0,
-        "link": 1.0 if link else 0.0,
-        "artifact": 0.0 if words.isdisjoint(_ARTIFACT_WORDS) else 1.0,
-        "naming": 1.0 if naming else 0.0,
-        "novel": 0.0 if words.isdisjoint(_NOVEL_WORDS) else _hinted(_NOVEL, low, _NOVEL_HINT),
-        "citation": 1.0 if citation else 0.0,
-        "math": 1.0 if math_ else 0.0,
-        "definition": 1.0 if _DEFINITION.search(s) else 0.0,
-        "anaphor": 1.0 if _ANAPHOR.search(s) else 0.0,
-        # \b(?:we|our)\b or _THIS_PAPER
-        "we": 1.0 if "we" in words or "our" in words or this_paper else 0.0,
-    }
-
-
-def _shape_features(row: dict[str, float], s: str, kept_words: int, index: int, n: int) -> None:
-    n_words = s.count(" ") + 1  # candidates are single-spaced and stripped
-    row["acronyms"] = min(len(_ACRONYM.findall(s)), 3) / 3 if _ACRONYM_HINT.search(s) else 0.0
-    row["kept_words"] = kept_words / 20  # words of the compressed sentence
-    row["question"] = float(s.endswith("?"))
-    row["colon"] = float(":" in s)
-    row["digit"] = float(_DIGIT.search(s) is not None)
-    row["first"] = float(index == 0)
-    row["last"] = float(n > 2 and index == n - 1)
-    row["position"] = index / (n - 1) if n > 1 else 0.0
-    row["log_words"] = math.log(n_words + 1)
-    row["short"] = float(n_words < 6)
-    row["length_gap"] = abs(n_words - 22) / 10
-
-
-def _centrality(row: dict[str, float], own: Counter[str], vocab: _Vocabulary) -> None:
-    """How much of a sentence's vocabulary recurs in the rest of the abstract (three views)."""
-    row["content"] = len(own) / 20
-    if vocab.n < 2 or not own:
-        row["centrality"] = row["cosine"] = row["coverage"] = 0.0
-        return
-    total, df = vocab.total, vocab.df
-    # All integer sums, so one loop gives exactly the values of separate sums.
-    shared = dot = own_sq = removed = recurring = 0
-    for w, v in own.items():
-        k, t = df[w], total[w]
-        shared += k - 1
-        dot += v * (t - v)
-        own_sq += v * v
-        # |rest|^2 is |total|^2 minus what taking this sentence's counts away removes.
-        removed += t * t - (t - v) * (t - v)
-        recurring += k >= 2
-    norm_rest = math.sqrt(vocab.total_sq - removed) or 1.0
-    row["centrality"] = shared / ((vocab.n - 1) * (len(own) + 4))
-    row["cosine"] = dot / (math.sqrt(own_sq) * norm_rest)
-    row["coverage"] = recurring / vocab.recurring
-
-
-def _compress(sentence: str) -> tuple[str, int]:
-    """Drop parentheticals, example lists, boilerplate openers and leading background clauses;
-    (the result, its number of words)."""
+def _compress(sentence: str) -> str:
+    """Drop parentheticals, example lists, boilerplate openers, leading background clauses
+    and the anaphoric "such"."""
     s = sentence
     # Each substitution runs only when the text has the characters a match needs.
     if "(" in s:
@@ -453,8 +527,10 @@ def _compress(sentence: str) -> tuple[str, int]:
         s = _DASH_ASIDE.sub(" ", s)
     low = s.lower()
     if "e.g." in low or "i.e." in low or "such as" in low or "including" in low or not s.isascii():
-        # (In ASCII text, lowercasing has none of re's IGNORECASE case-folding quirks.)
-        s = _EXAMPLES.sub("", s)
+        shorter = _EXAMPLES.sub(_drop_example, s)
+        # "... learn to compress, e.g., images." must keep its object.
+        if not rules.ends_unfinished(shorter) or rules.ends_unfinished(s):
+            s = shorter
     for _ in range(3):
         before = s
         s = _OPENERS.sub("", s)
@@ -463,29 +539,41 @@ def _compress(sentence: str) -> tuple[str, int]:
             s = _LEAD_CLAUSE.sub("", s)
         if s == before:
             break
+    s = rules.resolve_opening(rules.drop_such(s))
     if len(s.split()) < _MIN_KEPT_WORDS:
         s = sentence
-    return _fit(s)
+    return s
 
 
-def _fit(sentence: str) -> tuple[str, int]:
+def _fit(sentence: str) -> tuple[str, str]:
     """Cut trailing detail at clause boundaries until the sentence fits the word budget;
-    (the result, its number of words)."""
+    (the result, the kind of cut)."""
     s = sentence
+    kind = "cut_none"
     words = s.split()
     while len(words) > TARGET_WORDS:
         cuts = [m.start() for m in _TAIL_CUTS.finditer(s) if len(s[: m.start()].split()) >= 8]
         if not cuts:
             break
         s = s[: cuts[-1]]
+        kind = "cut_tail"
         words = s.split()
     if len(words) > MAX_WORDS:
-        words = words[:TARGET_WORDS]
-        # A hard cut must not leave the sentence hanging on "of", "the", "and", ...
-        while len(words) > _MIN_KEPT_WORDS and words[-1].lower().strip(",;:") in _DANGLING:
+        kind = "cut_hard"
+        # Before a preposition or conjunction, so the clause it ends is whole ("We propose X
+        # | for Y"); never after a function word ("... and then | map").
+        end = TARGET_WORDS
+        for j in range(TARGET_WORDS, _MIN_CUT_WORDS - 1, -1):
+            if words[j].lower() in _BREAK_BEFORE and words[j - 1].lower() not in rules.DANGLING:
+                end = j
+                if words[j].lower() in _SAFE_BREAK and not words[j - 1].endswith(":"):
+                    kind = "cut_short"
+                break
+        words = words[:end]
+        while len(words) > _MIN_KEPT_WORDS and words[-1].lower().strip(",;:") in rules.DANGLING:
             words.pop()
         s = " ".join(words)
-    return s, len(words)
+    return s, kind
 
 
 def _finish(sentence: str) -> str:
@@ -519,6 +607,9 @@ def _truncate_chars(s: str, limit: int) -> str:
 
 
 def _one_sentence(s: str) -> str:
+    body = s[:-1]
+    if "." not in body and "!" not in body and "?" not in body:
+        return s  # no end punctuation before the final one: nothing to split
     parts = split_sentences(s)
     if len(parts) <= 1:
         return s
