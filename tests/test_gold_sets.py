@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -156,6 +157,105 @@ def test_tags_gold_scores_perfectly_against_itself(split):
     result = score_tags({k: r["tags"] for k, r in gold.items()}, gold)
     assert (result["precision"], result["recall"], result["f1"]) == (1.0, 1.0, 1.0)
     assert result["primary_exact"] == 1.0
+
+
+# --- the quantitative supplements (digit-bearing abstracts) -----------------------------
+
+# Promised in tests/data/GOLD.md: abstracts, quantitative, qualitative, abstracts without claims.
+NUMBERS = {"dev": (54, 46, 69, 4), "train": (82, 50, 113, 8)}
+QUANTITATIVE_TARGET = 60  # per split, the base gold set and its supplement together
+BASE_GOLD_FILES = ("claims_gold.jsonl", "claims_gold_dev.jsonl", "claims_gold_train.jsonl")
+
+
+def numbers_path(split: str) -> Path:
+    return DATA / f"claims_gold_{split}_numbers.jsonl"
+
+
+def _quantitative(records: list[dict]) -> int:
+    return sum(c["kind"] == "quantitative" for r in records for c in r["claims"])
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_numbers_supplement_is_valid_and_has_the_documented_counts(split):
+    records = read_gold(numbers_path(split))
+    assert gold_problems(records) == []
+    for record in records:
+        assert set(record) == {"id", "source", "abstract", "claims"}
+        assert record["source"].startswith(f"scitldr-{split}#")
+        assert record["id"] == text_hash(record["abstract"])
+        assert re.search(r"[0-9]", record["abstract"]), "only digit-bearing abstracts are drawn"
+        for claim in record["claims"]:
+            assert set(claim) == CLAIM_KEYS, record["source"]
+            assert claim["evidence"] in record["abstract"], "evidence is an exact substring"
+            assert claim["metric"] is None or claim["metric"].strip()
+            assert isinstance(claim["metric_ok"], list)
+            assert all(isinstance(m, str) and m.strip() for m in claim["metric_ok"])
+            assert claim["metric"] not in claim["metric_ok"]
+            assert claim["statement"].strip()
+            if claim["kind"] == "qualitative":
+                assert claim["unit"] is None
+    claims = [c for r in records for c in r["claims"]]
+    counts = (
+        len(records),
+        sum(c["kind"] == "quantitative" for c in claims),
+        sum(c["kind"] == "qualitative" for c in claims),
+        sum(not r["claims"] for r in records),
+    )
+    assert counts == NUMBERS[split]
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_numbers_supplement_brings_the_split_to_the_quantitative_target(split):
+    base = _quantitative(read_gold(claims_path(split)))
+    supplement = read_gold(numbers_path(split))
+    per_record = [_quantitative([r]) for r in supplement]
+    # the draw stops at the first abstract that reaches the target, not later
+    assert base + sum(per_record) >= QUANTITATIVE_TARGET
+    assert base + sum(per_record[:-1]) < QUANTITATIVE_TARGET
+    assert per_record[-1] > 0
+
+
+def test_numbers_supplements_share_no_abstract_with_any_gold_file():
+    ids = {split: [r["id"] for r in read_gold(numbers_path(split))] for split in SPLITS}
+    base = {r["id"] for name in BASE_GOLD_FILES for r in read_gold(DATA / name)}
+    for split in SPLITS:
+        assert len(set(ids[split])) == len(ids[split])
+        assert not set(ids[split]) & base
+    assert not set(ids["dev"]) & set(ids["train"])
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_numbers_supplement_is_the_documented_deterministic_draw(split):
+    """GOLD.md: past the first N in sha256(paper_id) order, every digit-bearing abstract."""
+    folder = _scitldr_dir()
+    if folder is None:
+        pytest.skip("SciTLDR split files not found beside the repository")
+    rows = [json.loads(line) for line in (folder / f"{split}.jsonl").read_text().splitlines()]
+    rows.sort(key=lambda r: hashlib.sha256(r["paper_id"].encode("utf-8")).hexdigest())
+    other_gold = {r["id"] for name in BASE_GOLD_FILES for r in read_gold(DATA / name)}
+    candidates, seen, base_taken = [], set(), 0
+    for row in rows:
+        abstract = " ".join(row["source"])
+        key = text_hash(abstract)
+        if key in seen:
+            continue
+        seen.add(key)
+        if base_taken < SIZES[split]:
+            base_taken += 1
+            continue
+        if key not in other_gold and re.search(r"[0-9]", abstract):
+            candidates.append((f"scitldr-{split}#{row['paper_id']}", abstract))
+    got = [(r["source"], r["abstract"]) for r in read_gold(numbers_path(split))]
+    assert got == candidates[: len(got)]  # a prefix; where it stops is the target test above
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_numbers_supplement_scores_perfectly_against_itself(split):
+    gold = load_gold(numbers_path(split))
+    result = score_claims(gold, gold, abstracts=load_gold_abstracts(numbers_path(split)))
+    assert (result["fp"], result["fn"]) == (0, 0)
+    quantitative = NUMBERS[split][1]
+    assert result["metric_acceptable"] == {"count": quantitative, "of": quantitative, "share": 1.0}
 
 
 # --- load_tags_gold and tags_gold_problems ----------------------------------------------
