@@ -47,21 +47,26 @@ def eval_tldr(
 
 
 @eval_group.command("claims")
-@click.argument("gold", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.argument(
+    "gold", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True, dir_okay=False)
+)
 @click.option(
     "--out",
     type=click.Path(path_type=Path),
     help="Folder for eval.json / eval.md [default: outputs/eval-claims-<timestamp>].",
 )
 @run_options
-def eval_claims(gold: Path, out: Path | None, config_path, no_progress, **flags) -> None:
-    """Precision/recall/F1 of the claims stage against GOLD (see tests/data/claims_gold.jsonl)."""
+def eval_claims(
+    gold: tuple[Path, ...], out: Path | None, config_path, no_progress, **flags
+) -> None:
+    """Precision/recall/F1 of the claims stage against GOLD files, scored together
+    (see tests/data/claims_gold*.jsonl and tests/data/GOLD.md)."""
     settings = settings_from_flags(config_path, no_progress, flags)
     click.echo(describe_backend(settings), err=True)
     from pipeline.evaluation.tasks import evaluate_claims
 
     out = _eval_dir(out, "claims")
-    _finish(evaluate_claims(settings, gold, out), out)
+    _finish(evaluate_claims(settings, list(gold), out), out)
 
 
 @eval_group.command("tags")

@@ -105,10 +105,17 @@ def evaluate_tldr(
     }
 
 
-def evaluate_claims(settings: Settings, gold_path: Path, out_dir: Path) -> dict:
-    """Precision/recall/F1 of the claims stage against a hand-labelled gold file."""
-    gold = load_gold(gold_path)
-    abstracts = load_gold_abstracts(gold_path)
+def evaluate_claims(settings: Settings, gold_paths: list[Path], out_dir: Path) -> dict:
+    """Precision/recall/F1 of the claims stage against hand-labelled gold files, together."""
+    gold: dict[str, list[dict]] = {}
+    abstracts: dict[str, str] = {}
+    for path in gold_paths:
+        part = load_gold(path)
+        repeated = sorted(set(part) & set(gold))
+        if repeated:
+            raise InputError(f"{path}: abstracts already in an earlier gold file: {repeated[:3]}")
+        gold.update(part)
+        abstracts.update(load_gold_abstracts(path))
     rows = [{"id": gid, "abstract": text} for gid, text in abstracts.items()]
     job, records = _run_stage(settings, "claims", rows, out_dir)
     predicted: dict[str, list[Mapping[str, Any]]] = {
@@ -118,7 +125,7 @@ def evaluate_claims(settings: Settings, gold_path: Path, out_dir: Path) -> dict:
     taxonomy = load_project_taxonomy(settings)
     return {
         "task": "claims",
-        "data": str(gold_path),
+        "data": [str(p) for p in gold_paths],
         "system": f"{job.manifest.backend} ({job.manifest.model})",
         "abstracts": len(gold),
         "scores": {k: v for k, v in scores.items() if k != "abstracts"},
