@@ -229,8 +229,9 @@ def closest(abstract: str, evidence: str, *, min_share: float = 0.5) -> str | No
     """The abstract's own text of the span most like `evidence` (for a re-ask), or None.
 
     Windows of the abstract's words about as long as the evidence are compared with it
-    word by word (folded, any case, punctuation stripped); the window sharing the most words
-    wins, the one closest in length on ties. None when none shares `min_share` of them.
+    word by word (folded, any case, punctuation stripped); of the windows sharing the most
+    words, the one most alike character by character wins. None when none shares
+    `min_share` of the evidence's words.
     """
     words = list(re.finditer(r"\S+", abstract))
     target = _word_keys(evidence)
@@ -240,17 +241,27 @@ def closest(abstract: str, evidence: str, *, min_share: float = 0.5) -> str | No
     matcher = difflib.SequenceMatcher(autojunk=False)
     matcher.set_seq2(target)
     n = len(target)
-    best: tuple[int, int, int, int] = (0, 0, 0, 0)  # shared words, -length gap, start, end
+    best = 0
+    windows: list[tuple[int, int]] = []
     for size in sorted({max(1, n + d) for d in (-2, -1, 0, 1, 2)}):
         for i in range(max(1, len(words) - size + 1)):
             matcher.set_seq1(keys[i : i + size])
             shared = sum(block.size for block in matcher.get_matching_blocks())
-            score = (shared, -abs(size - n), i, min(len(words), i + size))
-            if score[:2] > best[:2]:
-                best = score
-    shared, _, i, j = best
-    if shared < min_share * n:
+            if shared > best:
+                best, windows = shared, []
+            if shared == best:
+                windows.append((i, min(len(words), i + size)))
+    if best < min_share * n:
         return None
+    wanted = " ".join(target)
+    chars = difflib.SequenceMatcher(autojunk=False)
+    chars.set_seq2(wanted)
+
+    def likeness(window: tuple[int, int]) -> float:
+        chars.set_seq1(" ".join(keys[window[0] : window[1]]))
+        return chars.ratio()
+
+    i, j = max(windows, key=likeness)
     return abstract[words[i].start() : words[j - 1].end()]
 
 

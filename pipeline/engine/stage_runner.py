@@ -111,9 +111,14 @@ class _Partial:
         # Asked for exactly the pending items in order: the same count keeps their indices.
         aligned = len(answered) == len(self.pending)
         pending: list[Rejected] = []
+        repeated = {json.dumps(r.item, sort_keys=True): r.index for r in self.pending}
         for position, item, rejected in answered:
             if aligned:
                 index = self.pending[position].index
+            elif rejected is not None and (
+                (seen := repeated.get(json.dumps(rejected.item, sort_keys=True))) is not None
+            ):
+                index = seen  # the same rejected item again, e.g. the whole answer repeated
             else:
                 index = self.next_index
                 self.next_index += 1

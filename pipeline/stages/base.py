@@ -202,34 +202,47 @@ _MAX_OBJECT_STARTS = 64
 def decode_object(raw: str) -> dict[str, Any]:
     """The JSON object in a raw answer, without code fences or prose around it.
 
-    Numbers are kept as written (`12.59`, `84.20`) and become strings, so a value sent as a
-    JSON number is compared with the evidence digit for digit.
+    An answer that starts with `{` is that object (text after it is ignored); otherwise the
+    first `{` that starts a JSON object, skipping those inside an array (`[{`, `, {`), so a
+    cut-off answer is never mistaken for one of its inner objects. Numbers are kept as
+    written (`12.59`, `84.20`) and become strings, so a value sent as a JSON number is
+    compared with the evidence digit for digit.
     """
     decoder = json.JSONDecoder(parse_float=str, parse_int=str)
     text = raw.strip()
-    try:
-        data = decoder.decode(text)
-    except json.JSONDecodeError as exc:
-        first = exc
-        data = None
-        for n, start in enumerate(m.start() for m in re.finditer(r"\{", text)):
-            if n == _MAX_OBJECT_STARTS:
-                break
+    starts = [0] if text.startswith("{") else _object_starts(text)
+    first: json.JSONDecodeError | None = None
+    data: Any = None
+    for start in starts[:_MAX_OBJECT_STARTS]:
+        try:
+            data, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError as exc:
+            first = first or exc
+            continue
+        if isinstance(data, dict):
+            return data
+    if data is None:
+        if first is None:
             try:
-                data, _ = decoder.raw_decode(text, start)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(data, dict):
-                break
-        if not isinstance(data, dict):
+                decoder.decode(text)
+            except json.JSONDecodeError as exc:
+                first = exc
+        if first is not None:
             raise OutputValidationError(
                 f"answer is not valid JSON ({first.msg} at char {first.pos})",
                 kind="invalid_json",
                 raw=raw,
             ) from first
-    if not isinstance(data, dict):
-        raise OutputValidationError("answer must be a JSON object", kind="schema", raw=raw)
-    return data
+    raise OutputValidationError("answer must be a JSON object", kind="schema", raw=raw)
+
+
+def _object_starts(text: str) -> list[int]:
+    starts = []
+    for m in re.finditer(r"\{", text):
+        before = text[: m.start()].rstrip()
+        if not before.endswith(("[", ",")):
+            starts.append(m.start())
+    return starts
 
 
 def field_rules(schema: type[BaseModel], indent: str = "") -> list[str]:
