@@ -6,6 +6,7 @@ quotes it, the offline extractor and the gold guideline follow it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -62,10 +63,12 @@ class Claim(BaseModel):
     @model_validator(mode="after")
     def _grounded(self, info: ValidationInfo) -> Claim:
         self.evidence = normalize_ws(self.evidence)
-        if len(self.evidence) < 8:
-            raise ValueError("evidence must be a span of the abstract, not a fragment")
-        if self.kind == "quantitative" and (not self.value or canonical_number(self.value) is None):
+        number = canonical_number(self.value) if self.value else None
+        if self.kind == "quantitative" and number is None:
             raise ValueError("a quantitative claim needs a numeric value")
+        # A short span is a fragment, unless it is the number itself ("18.2%" in a list).
+        if len(self.evidence) < 8 and not (number and _has_number(self.evidence, number)):
+            raise ValueError("evidence must be a span of the abstract, not a fragment")
         abstract = context_abstract(info)
         if abstract is not None:
             span = locate(abstract, self.evidence)
@@ -82,11 +85,17 @@ class Claim(BaseModel):
             # What is stored is the abstract's own text, wherever the model's typography differed.
             self.evidence = normalize_ws(abstract[span[0] : span[1]])
             self.span = span
-        if self.value:
-            number = canonical_number(self.value)
-            if number is not None and number not in numbers_in(self.evidence):
-                raise GroundingError(f"value {self.value!r} does not occur in its evidence")
+        if number is not None and not _has_number(self.evidence, number):
+            raise GroundingError(f"value {self.value!r} does not occur in its evidence")
         return self
+
+
+def _has_number(text: str, number: str) -> bool:
+    """`number` (canonical) is written in `text`, also glued to a word ("attains76.8%")."""
+    if number in numbers_in(text):
+        return True
+    digits = text.replace(",", "")
+    return re.search(rf"(?<![\d.]){re.escape(number)}(?!\d|\.\d)", digits) is not None
 
 
 class ClaimsOutput(BaseModel):
