@@ -148,7 +148,8 @@ def _shape(paper_index: int, stage: str, data: dict[str, Any]) -> str:
         )
     if stage == "claims" and shape == 2:  # nullable fields left out when null
         slim = {"claims": [{k: v for k, v in c.items() if v is not None} for c in data["claims"]]}
-        return json.dumps(slim, ensure_ascii=False)
+        if slim != data:
+            return json.dumps(slim, ensure_ascii=False)
     if shape in (0, 3):
         return f"```json\n{text}\n```"
     return f"Here is the JSON object:\n\n{text}\n\nLet me know if you need anything else."
