@@ -203,3 +203,24 @@ def test_json_object_mode_sends_an_example_and_rules_not_a_schema(stages):
         example = system.split("shaped like this example:\n", 1)[1].split("\nRules:", 1)[0]
         # The example is a valid answer of the stage's schema (shape; no abstract to ground).
         stage.spec.schema.model_validate(json.loads(example), context={"taxonomy": stage.taxonomy})
+
+
+def test_lost_spaces_and_number_only_evidence_are_accepted_but_not_other_numbers():
+    abstract = "In our small search space, PC-NAS-S attains76.8% top-1 accuracy, 2.1% higher."
+    out = ClaimsOutput.model_validate(
+        {
+            "claims": [
+                claim("PC-NAS-S attains 76.8% top-1 accuracy", value="76.8"),
+                claim("2.1%", value="2.1"),  # a list item's number with its unit (GOLD C10)
+            ]
+        },
+        context={"abstract": abstract},
+    )
+    assert [c.evidence for c in out.claims] == ["PC-NAS-S attains76.8% top-1 accuracy", "2.1%"]
+    for bad in (
+        claim("PC-NAS-S attains 78.6% top-1 accuracy", value="78.6"),
+        claim("2.1%", value="2"),  # the value must be the number in the evidence
+        claim("top-1", value=None, kind="qualitative"),  # a fragment
+    ):
+        with pytest.raises(ValidationError):
+            ClaimsOutput.model_validate({"claims": [bad]}, context={"abstract": abstract})

@@ -167,3 +167,21 @@ def test_taxonomy_rejects_a_name_shared_by_two_tags(tmp_path):
     )
     with pytest.raises(ConfigError, match="evaluation metric"):
         load_taxonomy(path)
+
+
+def test_one_written_definition_of_a_claimed_result_is_shared():
+    from pathlib import Path
+
+    from pipeline.prompts import PACKAGE_PROMPTS_DIR
+    from pipeline.stages import build_stages
+    from pipeline.taxonomy import load_taxonomy
+
+    definition = (PACKAGE_PROMPTS_DIR / "claimed_result.md").read_text(encoding="utf-8").strip()
+    taxonomy = load_taxonomy(PACKAGE_PROMPTS_DIR / "taxonomy.yaml")
+    stage = build_stages(("claims",), PACKAGE_PROMPTS_DIR, taxonomy)["claims"]
+    assert definition in stage.messages("An abstract.")[0]["content"]  # quoted, not restated
+    gold = (Path(__file__).parent / "data" / "GOLD.md").read_text(encoding="utf-8")
+    assert "The definition is `prompts/claimed_result.md`" in gold
+    # It says what counts as a result and what is setup or a count.
+    assert "These are results:" in definition and "These are not results:" in definition
+    assert "Setup and counts" in definition

@@ -179,5 +179,5 @@ STAGE = StageSpec(
     prompt_fields=prompt_fields,
     items="claims",
     example=EXAMPLE,
-    output_tokens=190,
+    output_tokens=150,
 )

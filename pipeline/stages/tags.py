@@ -99,5 +99,5 @@ STAGE = StageSpec(
     prompt_fields=prompt_fields,
     uses_taxonomy=True,
     example={"tags": ["graph-anomaly-detection", "graph-neural-networks"], "keywords": ["DR-GGAD"]},
-    output_tokens=30,
+    output_tokens=40,
 )

@@ -65,5 +65,5 @@ STAGE = StageSpec(
     example={
         "tldr": "A sparse attention layer that halves inference cost of long-document transformers while matching their accuracy on three summarization benchmarks."
     },
-    output_tokens=40,
+    output_tokens=50,
 )
