@@ -12,6 +12,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from pipeline.errors import ConfigError
+from pipeline.pricing import Price, price_for
 from pipeline.prompts import PACKAGE_PROMPTS_DIR
 from pipeline.stages import stage_names
 
@@ -61,6 +62,9 @@ class Settings(BaseModel):
     outputs_root: Path = Path("outputs")
     force: bool = False
     progress: bool = True
+    prices: dict[str, Price] = Field(
+        default_factory=dict, description="USD per 1M tokens by model, over the defaults"
+    )
 
     @field_validator("stages", mode="before")
     @classmethod
@@ -90,6 +94,13 @@ class Settings(BaseModel):
         if self.resolved_provider == "offline":
             return None
         return public_url(self.base_url or DEFAULT_BASE_URL)
+
+    @property
+    def price(self) -> Price | None:
+        """The token price of the configured model (an estimate), or None when unknown."""
+        if self.resolved_provider == "offline":
+            return Price(input=0, output=0)
+        return price_for(self.model, self.prices)
 
     @property
     def generation_params(self) -> dict[str, Any]:

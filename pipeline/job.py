@@ -123,7 +123,9 @@ class _Run:
                 records_with_failures=stats.records_failed,
                 stages={name: s.counts() for name, s in stats.stages.items()},
             ),
-            tokens=Tokens.model_validate({"in": stats.tokens_in, "out": stats.tokens_out}),
+            tokens=Tokens.model_validate(
+                {"in": stats.tokens_in, "out": stats.tokens_out, "cached": stats.tokens_cached}
+            ),
             transport_retries=getattr(backend, "transport_retries", 0),
             rate_limit_pauses=self.limiter.backoffs if self.limiter else 0,
             skipped_inputs=self.ingest.skipped[:100],

@@ -25,13 +25,15 @@ def content_hash(data: Any) -> str:
 
 
 class PromptTemplate(BaseModel):
-    """A stage's system + user messages, and the re-ask message sent after a rejected answer."""
+    """A stage's system + user messages, and the re-ask messages sent after a rejected answer
+    (`reask`) or after rejected items of a kept answer (`reask_items`, stages with items)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str
     system: str
     user: str
     reask: str
+    reask_items: str | None = None
 
     def render(self, abstract: str, **fields: str) -> list[dict[str, str]]:
         """Chat messages for one abstract; the abstract is delimited as data."""
@@ -45,9 +47,10 @@ class PromptTemplate(BaseModel):
             {"role": "user", "content": self.user.replace("{abstract}", safe).strip()},
         ]
 
-    def render_reask(self, error: str) -> str:
+    def render_reask(self, error: str, *, items: bool = False) -> str:
         """The follow-up user message that feeds a validation error back to the model."""
-        return self.reask.replace("{error}", error).strip()
+        template = self.reask_items if items and self.reask_items else self.reask
+        return template.replace("{error}", error).strip()
 
 
 def load_template(prompts_dir: Path, name: str) -> PromptTemplate:

@@ -55,6 +55,7 @@ def llm_json_schema(model: type[BaseModel]) -> dict[str, Any]:
         return node
 
     out = strict(schema)
+    out.pop("description", None)  # the model's docstring: for readers of the code, not models
     if defs:
         out["$defs"] = {k: strict(v) for k, v in defs.items()}
     return out

@@ -132,6 +132,14 @@ def inputs(tmp_path, corpus) -> list[str]:
 
 def assert_counts_add_up(manifest: dict, summaries: list[dict], errors: list[dict], n: int) -> None:
     counts = manifest["counts"]
+    # A claim dropped from an ok stage has its own record (`item` set); the rest are stages.
+    dropped = [e for e in errors if e.get("item") is not None]
+    errors = [e for e in errors if e.get("item") is None]
+    ok_pairs = {
+        (r["id"], name) for r in summaries for name, s in r["stages"].items() if s["status"] == "ok"
+    }
+    assert {(e["id"], e["stage"]) for e in dropped} <= ok_pairs
+    assert sum(s["dropped"] for s in counts["stages"].values()) == len(dropped)
     assert counts["unique"] == counts["records_written"] == len(summaries) == n
     failed_pairs = {
         (r["id"], name) for r in summaries for name, s in r["stages"].items() if s["status"] != "ok"
@@ -239,10 +247,14 @@ def test_content_faults_are_reasked(tmp_path, inputs, fault, self_correct):
         assert stats["reasks"] == stats["faults"][fault] == len(predicted)
         assert stats["requests"] == calls + len(predicted)
     else:
-        # Every faulted key is asked 1 + max_reasks times and ends failed, named by its kind.
+        # Every faulted key is asked 1 + max_reasks times and ends failed, named by its kind;
+        # an invented claim next to valid ones is dropped instead (the stage stays ok).
         kind = CONTENT_KIND[fault]
         by_text = {r["id"]: r["abstract"] for r in summaries}
         assert {(e["stage"], by_text[e["id"]]) for e in errors} == predicted
+        dropped = [e for e in errors if e.get("item") is not None]
+        assert all(e["stage"] == "claims" and e["item"] == 0 for e in dropped)
+        assert bool(dropped) == (fault == "ungrounded")
         assert {e["kind"] for e in errors} == {kind}
         assert all(e["attempts"] == 3 for e in errors)
         assert all(MESSAGE.get(fault, "") in e["message"] for e in errors)
@@ -251,7 +263,7 @@ def test_content_faults_are_reasked(tmp_path, inputs, fault, self_correct):
         assert stats["requests"] == calls + 2 * len(predicted)
         assert stats["reasks"] == 2 * len(predicted)
         for s in manifest["counts"]["stages"].values():
-            assert s["backend_calls"] == N_ABSTRACTS + 2 * s["failed"]
+            assert s["backend_calls"] == N_ABSTRACTS + 2 * (s["failed"] + s["dropped"])
             assert s["failure_kinds"] in ({kind: s["failed"]}, {})
 
 

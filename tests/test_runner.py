@@ -180,3 +180,133 @@ def test_fatal_error_stops_the_run(tmp_path, prompts):
     backend = Scripted({"tldr": [FatalBackendError("bad key")], "claims": [GOOD["claims"]]})
     with pytest.raises(FatalBackendError, match="bad key"):
         run(tmp_path, prompts, backend)
+
+
+# --- partial acceptance (issue 10, point 2) ----------------------------------------------
+
+TEXT3 = (
+    "We propose Foo, a transformer for parsing. Foo improves F1 by 2.5 points on PTB over "
+    "prior parsers. It also halves the latency of decoding. Foo reaches 91.3 UAS on CTB."
+)
+
+
+def claim3(evidence, value=None, **overrides):
+    return {
+        "statement": "s",
+        "kind": "quantitative" if value else "qualitative",
+        "metric": None,
+        "value": value,
+        "unit": None,
+        "dataset": None,
+        "comparison": None,
+        "evidence": evidence,
+        **overrides,
+    }
+
+
+VALID = [
+    claim3("Foo improves F1 by 2.5 points on PTB", "2.5"),
+    claim3("It also halves the latency of decoding"),
+    claim3("Foo reaches 91.3 UAS on CTB", "91.3"),
+]
+INVENTED = claim3("Foo also solves protein folding in closed form")
+CHANGED = claim3("Foo reaches 93.1 UAS on CTB", "93.1")
+
+
+def run3(tmp_path, prompts, backend, **kw):
+    settings = load_settings(
+        None,
+        env={},
+        overrides={
+            "stages": "claims",
+            "max_reasks": kw.get("max_reasks", 2),
+            "progress": False,
+            "prompts_dir": prompts,
+            "cache_dir": tmp_path / "cache",
+        },
+    )
+    out = tmp_path / kw.get("out", "run")
+    result = run_job(settings, IngestResult([Abstract("id1", TEXT3)], 1, []), out, backend=backend)
+    records = [json.loads(x) for x in (out / "summaries.jsonl").read_text().splitlines()]
+    errors = [json.loads(x) for x in (out / "errors.jsonl").read_text().splitlines()]
+    manifest = json.loads((out / "manifest.json").read_text())
+    return result, records[0]["stages"]["claims"], errors, manifest
+
+
+def test_only_the_rejected_claims_are_reasked_and_a_correction_joins_the_kept(tmp_path, prompts):
+    first = {"claims": [VALID[0], VALID[1], CHANGED]}
+    backend = Scripted({"claims": [first, {"claims": [VALID[2]]}]})
+    _, claims, errors, manifest = run3(tmp_path, prompts, backend)
+    assert claims["status"] == "ok" and claims["provenance"]["attempts"] == 2
+    assert [c["evidence"] for c in claims["output"]["claims"]] == [c["evidence"] for c in VALID]
+    reask = backend.requests[1][1][-1]["content"]
+    assert "claims[2]" in reask and "93.1" in reask
+    # The re-ask quotes the abstract's closest span, so the model sees what differs ...
+    assert "the closest span of the abstract is 'Foo reaches 91.3 UAS on CTB.'" in reask
+    # ... and asks about the rejected claim only, not the kept ones.
+    assert "2.5 points" not in reask and "claims[0]" not in reask
+    assert errors == [] and manifest["counts"]["stages"]["claims"]["dropped"] == 0
+
+
+def test_a_claim_still_invalid_after_max_reasks_is_dropped_and_recorded(tmp_path, prompts):
+    stubborn = {"claims": [VALID[0], INVENTED, VALID[1], VALID[2]]}
+    backend = Scripted({"claims": [stubborn, {"claims": [INVENTED]}]})
+    result, claims, errors, manifest = run3(tmp_path, prompts, backend, max_reasks=2)
+    assert claims["status"] == "ok"
+    kept = [c["evidence"] for c in claims["output"]["claims"]]
+    assert kept == [c["evidence"] for c in VALID]
+    assert "protein" not in json.dumps(claims)  # the invented claim never reaches the output
+    assert claims["provenance"]["dropped"] == 1 and claims["provenance"]["attempts"] == 3
+    (error,) = errors
+    assert error["stage"] == "claims" and error["kind"] == "ungrounded" and error["item"] == 1
+    assert json.loads(error["raw"]) == INVENTED and error["attempts"] == 3
+    assert "dropped from the output" in error["message"]
+    counts = manifest["counts"]["stages"]["claims"]
+    assert counts["ok"] == 1 and counts["failed"] == 0
+    assert counts["dropped"] == 1 and counts["dropped_kinds"] == {"ungrounded": 1}
+    assert manifest["status"] == "ok" and result.stats.failed_stages == 0
+
+
+def test_one_bad_claim_no_longer_rejects_seven_valid_ones(tmp_path, prompts):
+    seven = [VALID[i % 3] | {"statement": f"claim {i}"} for i in range(7)]
+    backend = Scripted({"claims": [{"claims": [*seven[:3], INVENTED, *seven[3:]]}]})
+    _, claims, errors, _ = run3(tmp_path, prompts, backend, max_reasks=0)
+    assert claims["status"] == "ok" and len(claims["output"]["claims"]) == 7
+    assert [e["item"] for e in errors] == [3]
+    assert len(backend.requests) == 1  # re-asks off: one request
+
+
+def test_a_reask_answer_repeating_the_kept_claims_adds_no_duplicates(tmp_path, prompts):
+    first = {"claims": [VALID[0], CHANGED, VALID[1]]}
+    repeated = {"claims": [VALID[0], VALID[2], VALID[1]]}  # the whole list again, corrected
+    backend = Scripted({"claims": [first, repeated]})
+    _, claims, errors, _ = run3(tmp_path, prompts, backend)
+    assert sorted(c["evidence"] for c in claims["output"]["claims"]) == sorted(
+        c["evidence"] for c in VALID
+    )
+    assert errors == []
+
+
+def test_a_withdrawn_claim_is_not_an_error(tmp_path, prompts):
+    backend = Scripted({"claims": [{"claims": [VALID[0], INVENTED]}, {"claims": []}]})
+    _, claims, errors, _ = run3(tmp_path, prompts, backend)
+    assert [c["evidence"] for c in claims["output"]["claims"]] == [VALID[0]["evidence"]]
+    assert errors == [] and claims["provenance"]["dropped"] == 0
+
+
+def test_when_no_claim_survives_the_stage_fails(tmp_path, prompts):
+    backend = Scripted({"claims": [{"claims": [INVENTED, CHANGED]}]})
+    _, claims, errors, manifest = run3(tmp_path, prompts, backend, max_reasks=1)
+    assert claims["status"] == "failed" and claims["error"]["kind"] == "ungrounded"
+    assert [e["item"] for e in errors] == [None]
+    assert manifest["counts"]["stages"]["claims"]["failed"] == 1
+
+
+def test_a_cached_partial_answer_reports_its_drops_again(tmp_path, prompts):
+    backend = Scripted({"claims": [{"claims": [VALID[0], INVENTED]}]})
+    run3(tmp_path, prompts, backend, max_reasks=0, out="a")
+    again = Scripted({"claims": [RuntimeError("must not be called")]})
+    _, claims, errors, manifest = run3(tmp_path, prompts, again, max_reasks=0, out="b")
+    assert again.requests == [] and claims["provenance"]["cached"] is True
+    assert [(e["item"], e["kind"]) for e in errors] == [(1, "ungrounded")]
+    assert manifest["counts"]["stages"]["claims"]["dropped"] == 1

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 from pydantic import ValidationError
 
@@ -127,11 +129,30 @@ def test_strict_llm_schema_requires_every_field_and_hides_computed_span():
     assert "span" not in claim_schema["properties"]
     assert sorted(claim_schema["required"]) == sorted(claim_schema["properties"])
     tags = get_spec("tags").schema_hook(llm_json_schema(TagsOutput), TAX)
-    assert tags["properties"]["tags"]["items"]["enum"] == [
-        "graph-neural-networks",
-        "anomaly-detection",
-    ]
+    # The taxonomy reaches the model once, in the prompt: no enum repeating its ids.
+    assert tags["properties"]["tags"]["items"] == {"type": "string"}
     assert "default" not in str(tags)
+
+
+def test_the_tags_prompt_lists_every_id_once_and_says_the_first_is_primary():
+    from pipeline.prompts import PACKAGE_PROMPTS_DIR
+    from pipeline.stages import build_stages
+    from pipeline.taxonomy import load_taxonomy
+
+    taxonomy = load_taxonomy(PACKAGE_PROMPTS_DIR / "taxonomy.yaml")
+    stage = build_stages(("tags",), PACKAGE_PROMPTS_DIR, taxonomy)["tags"]
+    system, user = stage.messages("An abstract.")
+    listed = system["content"].split("Taxonomy ids:", 1)[1]
+    ids = re.findall(r"[a-z0-9]+(?:-[a-z0-9]+)+|[a-z0-9]+", listed)
+    assert sorted(i for i in ids if i in taxonomy.tags) == sorted(taxonomy.ids)
+    assert "first tag is the primary topic" in system["content"]
+    assert "An abstract." not in system["content"]  # the stable part comes first
+    # Every id the overlap notes name is a real id (a renamed tag fails here).
+    notes = system["content"].split("Where ids overlap:", 1)[1].split("Taxonomy ids:", 1)[0]
+    named = re.findall(r"^- (.*)$", notes, re.MULTILINE)
+    for line in named:
+        for part in line.split("; "):
+            assert part.split(":", 1)[0] in taxonomy.tags, part
 
 
 def test_taxonomy_rejects_a_name_shared_by_two_tags(tmp_path):
@@ -146,3 +167,21 @@ def test_taxonomy_rejects_a_name_shared_by_two_tags(tmp_path):
     )
     with pytest.raises(ConfigError, match="evaluation metric"):
         load_taxonomy(path)
+
+
+def test_one_written_definition_of_a_claimed_result_is_shared():
+    from pathlib import Path
+
+    from pipeline.prompts import PACKAGE_PROMPTS_DIR
+    from pipeline.stages import build_stages
+    from pipeline.taxonomy import load_taxonomy
+
+    definition = (PACKAGE_PROMPTS_DIR / "claimed_result.md").read_text(encoding="utf-8").strip()
+    taxonomy = load_taxonomy(PACKAGE_PROMPTS_DIR / "taxonomy.yaml")
+    stage = build_stages(("claims",), PACKAGE_PROMPTS_DIR, taxonomy)["claims"]
+    assert definition in stage.messages("An abstract.")[0]["content"]  # quoted, not restated
+    gold = (Path(__file__).parent / "data" / "GOLD.md").read_text(encoding="utf-8")
+    assert "The definition is `prompts/claimed_result.md`" in gold
+    # It says what counts as a result and what is setup or a count.
+    assert "These are results:" in definition and "These are not results:" in definition
+    assert "Setup and counts" in definition

@@ -21,6 +21,7 @@ class Completion:
     refusal: str | None = None
     tokens_in: int = 0
     tokens_out: int = 0
+    tokens_cached: int = 0  # of tokens_in, served from the provider's prompt cache
 
 
 class Backend(Protocol):

@@ -239,10 +239,12 @@ def _completion(response) -> Completion:
     choice = response.choices[0]
     message = choice.message
     usage = response.usage
+    details = getattr(usage, "prompt_tokens_details", None)
     return Completion(
         content=message.content,
         finish_reason=choice.finish_reason,
         refusal=getattr(message, "refusal", None),
         tokens_in=usage.prompt_tokens if usage else 0,
         tokens_out=usage.completion_tokens if usage else 0,
+        tokens_cached=(getattr(details, "cached_tokens", None) or 0) if details else 0,
     )

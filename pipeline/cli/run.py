@@ -12,6 +12,7 @@ from pipeline.cli.progress import BarProgress
 from pipeline.errors import RunInterrupted
 from pipeline.ingest import read_inputs
 from pipeline.job import load_project_taxonomy, new_run_dir, run_job
+from pipeline.pricing import cost_line
 from pipeline.rundir import ERRORS, SUMMARIES
 
 
@@ -24,9 +25,15 @@ from pipeline.rundir import ERRORS, SUMMARIES
     type=click.Path(path_type=Path),
     help="Run folder [default: outputs/run-<timestamp>].",
 )
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the requests a run would send (cached results skipped), estimated tokens "
+    "and cost; send nothing, write nothing.",
+)
 @run_options
 def run_command(
-    paths: tuple[Path, ...], config_path: Path | None, no_progress: bool, **flags
+    paths: tuple[Path, ...], config_path: Path | None, no_progress: bool, dry_run: bool, **flags
 ) -> None:
     """Summarize the abstracts in PATHS (.txt, .jsonl, .csv files or directories).
 
@@ -40,6 +47,12 @@ def run_command(
     settings = settings_from_flags(config_path, no_progress, flags)
     click.echo(describe_backend(settings), err=True)
     ingest = read_inputs(list(paths), stream=True)
+    if dry_run:
+        from pipeline.plan import describe, plan_run
+
+        for line in describe(plan_run(settings, ingest)):
+            click.echo(line)
+        return
     run_dir = new_run_dir(settings)
     report = HtmlReportSink(
         run_dir / "report.html",
@@ -51,7 +64,7 @@ def run_command(
             settings,
             ingest,
             run_dir,
-            progress=BarProgress() if settings.progress else None,
+            progress=BarProgress(settings.price) if settings.progress else None,
             sinks=[report],
         )
     except RunInterrupted as exc:
@@ -65,7 +78,17 @@ def run_command(
         f"in {result.manifest.elapsed_s:.1f}s"
     )
     for name, s in counts.stages.items():
-        click.echo(f"  {name:<7} ok {s.ok:>6}  failed {s.failed:>5}  cached {s.cache_hits:>6}")
+        dropped = f"  dropped claims {s.dropped}" if s.dropped else ""
+        click.echo(
+            f"  {name:<7} ok {s.ok:>6}  failed {s.failed:>5}  cached {s.cache_hits:>6}{dropped}"
+        )
+    tokens = result.manifest.tokens
+    if settings.resolved_provider != "offline":
+        click.echo(
+            cost_line(
+                result.manifest.model, settings.price, tokens.input, tokens.cached, tokens.output
+            )
+        )
     click.echo(f"results: {result.run_dir / SUMMARIES}")
     click.echo(f"report:  {report.path}")
     failed = result.stats.failed_stages

@@ -13,9 +13,18 @@ class Progress(Protocol):
         """The run begins: `total` abstracts through `stages`."""
 
     def stage_done(
-        self, stage: str, *, ok: bool, cached: bool, tokens_in: int, tokens_out: int
+        self,
+        stage: str,
+        *,
+        ok: bool,
+        cached: bool,
+        tokens_in: int,
+        tokens_out: int,
+        tokens_cached: int = 0,
+        dropped: int = 0,
     ) -> None:
-        """One (abstract, stage) finished: from the cache, or after its requests."""
+        """One (abstract, stage) finished: from the cache, or after its requests; `dropped`
+        items (claims) were left out of an ok output."""
 
     def record_done(self) -> None:
         """One abstract's summary record was written."""
@@ -31,7 +40,15 @@ class NoProgress:
         """Nothing to show."""
 
     def stage_done(
-        self, stage: str, *, ok: bool, cached: bool, tokens_in: int, tokens_out: int
+        self,
+        stage: str,
+        *,
+        ok: bool,
+        cached: bool,
+        tokens_in: int,
+        tokens_out: int,
+        tokens_cached: int = 0,
+        dropped: int = 0,
     ) -> None:
         """Nothing to show."""
 

@@ -4,13 +4,22 @@ until the answer validates or `max_reasks` is spent.
 Content failures are re-asked with the validation error fed back; transport failures are
 retried inside the backend and never reach a re-ask prompt. A fatal backend error (bad key,
 unknown model) propagates and stops the run.
+
+Partial acceptance (stages with `items`, i.e. claims): the valid items of an answer are
+kept and only the rejected ones are re-asked about, each with its error and the closest
+span of the abstract. A corrected item joins the kept ones; an item the model leaves out
+is withdrawn; an item still invalid after `max_reasks` is dropped: the stage is ok with the
+valid items, and each dropped item gets an errors.jsonl record (its own failure kind and
+index) and is counted in the provenance and the manifest. Only when no item survives does
+the stage fail.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.backends import Backend, Completion
@@ -29,8 +38,23 @@ from pipeline.rundir.models import (
 )
 from pipeline.schemas import SCHEMA_VERSION
 from pipeline.stages import Stage
+from pipeline.stages.base import Parsed, Rejected
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class Dropped:
+    """An item left out of an ok output because it stayed invalid (cached with the output)."""
+
+    index: int
+    kind: str
+    message: str
+    item: Any
+
+    def as_json(self) -> dict[str, Any]:
+        """The cache's form."""
+        return {"index": self.index, "kind": self.kind, "message": self.message, "item": self.item}
 
 
 @dataclass
@@ -43,10 +67,15 @@ class Answer:
     attempts: int
     tokens_in: int
     tokens_out: int
+    tokens_cached: int = 0
+    dropped: list[Dropped] = field(default_factory=list)
 
 
-def check_completion(stage: Stage, abstract: str, completion: Completion, max_tokens: int) -> dict:
-    """A completion's validated output; refusals, cut-off answers and invalid ones raise."""
+def check_completion(
+    stage: Stage, abstract: str, completion: Completion, max_tokens: int, *, reask: bool = False
+) -> Parsed:
+    """A completion's valid part; refusals, cut-off answers and unusable ones raise (an
+    answer to a re-ask about items may keep none: those items are then still pending)."""
     if completion.refusal:
         raise OutputValidationError(
             f"the model refused: {completion.refusal[:200]}", kind="refusal", raw=None
@@ -57,7 +86,65 @@ def check_completion(stage: Stage, abstract: str, completion: Completion, max_to
             kind="truncated",
             raw=completion.content,
         )
-    return stage.parse(completion.content, abstract)
+    return stage.accept(completion.content, abstract, keep_none=reask)
+
+
+class _Partial:
+    """The items kept so far and the rejected ones still being re-asked about."""
+
+    def __init__(self, field_name: str, parsed: Parsed) -> None:
+        self.field = field_name
+        self.base = parsed.output
+        positions = _positions(field_name, parsed)
+        self.kept: dict[int, Any] = dict(zip(positions, parsed.output[field_name], strict=True))
+        self.pending: list[Rejected] = list(parsed.rejected)
+        self.next_index = len(positions) + len(parsed.rejected)
+
+    def merge(self, parsed: Parsed) -> None:
+        """Take a re-ask's answer: corrections join the kept items, the rest stay pending."""
+        items = parsed.output[self.field]
+        answered: list[tuple[int, Any, Rejected | None]] = [
+            (i, item, None) for i, item in zip(_positions(self.field, parsed), items, strict=True)
+        ]
+        answered += [(r.index, r.item, r) for r in parsed.rejected]
+        answered.sort(key=lambda t: t[0])
+        # Asked for exactly the pending items in order: the same count keeps their indices.
+        aligned = len(answered) == len(self.pending)
+        pending: list[Rejected] = []
+        repeated = {json.dumps(r.item, sort_keys=True): r.index for r in self.pending}
+        for position, item, rejected in answered:
+            if aligned:
+                index = self.pending[position].index
+            elif rejected is not None and (
+                (seen := repeated.get(json.dumps(rejected.item, sort_keys=True))) is not None
+            ):
+                index = seen  # the same rejected item again, e.g. the whole answer repeated
+            else:
+                index = self.next_index
+                self.next_index += 1
+            if rejected is not None:
+                pending.append(Rejected(index, rejected.item, rejected.error))
+            elif not any(_same(item, kept) for kept in self.kept.values()):
+                self.kept[index] = item
+        self.pending = pending
+
+    def output(self) -> dict[str, Any]:
+        """The kept items in answer order."""
+        return {**self.base, self.field: [self.kept[i] for i in sorted(self.kept)]}
+
+
+def _positions(field_name: str, parsed: Parsed) -> list[int]:
+    """Positions in the answer of the items that were kept."""
+    total = len(parsed.output[field_name]) + len(parsed.rejected)
+    rejected = {r.index for r in parsed.rejected}
+    return [i for i in range(total) if i not in rejected]
+
+
+def _same(a: Any, b: Any) -> bool:
+    # A model re-asked about one claim often repeats the kept ones: same span, same value.
+    if isinstance(a, dict) and isinstance(b, dict) and "span" in a and "span" in b:
+        return a["span"] == b["span"] and a.get("value") == b.get("value")
+    return bool(a == b)
 
 
 async def ask_until_valid(
@@ -69,9 +156,11 @@ async def ask_until_valid(
     max_reasks: int,
     max_tokens: int,
 ) -> Answer:
-    """Ask, validate, and re-ask with the error fed back, at most `max_reasks` times."""
+    """Ask, validate, and re-ask with the error fed back, at most `max_reasks` times; for a
+    stage with items, re-ask about the rejected items only (see the module docstring)."""
     messages = stage.messages(abstract, json_object_mode=json_object)
     answer = Answer(None, None, None, 0, 0, 0)
+    partial: _Partial | None = None
     for _ in range(max_reasks + 1):
         answer.attempts += 1
         try:
@@ -83,19 +172,48 @@ async def ask_until_valid(
             break
         answer.tokens_in += completion.tokens_in
         answer.tokens_out += completion.tokens_out
+        answer.tokens_cached += completion.tokens_cached
         answer.raw = completion.content
         try:
-            answer.output = check_completion(stage, abstract, completion, max_tokens)
-            answer.error = None
-            break
+            parsed = check_completion(
+                stage, abstract, completion, max_tokens, reask=partial is not None
+            )
         except OutputValidationError as exc:
             answer.error = exc
-            messages = [
-                *messages,
-                {"role": "assistant", "content": completion.content or ""},
-                {"role": "user", "content": stage.template.render_reask(str(exc))},
-            ]
+            if partial is not None:  # a re-ask about items failed as a whole: ask again
+                followup = stage.reask_items(partial.pending)
+                followup = f"{stage.template.render_reask(str(exc))}\n{followup}"
+            else:
+                followup = stage.template.render_reask(str(exc))
+            messages = _followed(messages, completion.content, followup)
+            continue
+        answer.error = None
+        if partial is None and not parsed.rejected:
+            answer.output = parsed.output
+            break
+        if partial is None:
+            assert stage.spec.items is not None
+            partial = _Partial(stage.spec.items, parsed)
+        else:
+            partial.merge(parsed)
+        if not partial.pending:
+            break
+        messages = _followed(messages, completion.content, stage.reask_items(partial.pending))
+    if partial is not None:
+        answer.output = partial.output()
+        answer.error = None
+        answer.dropped = [
+            Dropped(r.index, r.error.kind, str(r.error), r.item) for r in partial.pending
+        ]
     return answer
+
+
+def _followed(messages: list[dict[str, str]], content: str | None, followup: str) -> list:
+    return [
+        *messages,
+        {"role": "assistant", "content": content or ""},
+        {"role": "user", "content": followup},
+    ]
 
 
 class StageRunner:
@@ -151,8 +269,11 @@ class StageRunner:
             **fields,
         )
 
-    def cached(self, stage: Stage, abstract: Abstract, key: str) -> StageResult | None:
-        """The cached result of one stage, validated like a fresh answer, or None (a miss)."""
+    def cached(
+        self, stage: Stage, abstract: Abstract, key: str
+    ) -> tuple[StageResult, list[Dropped]] | None:
+        """The cached result of one stage, validated like a fresh answer, and the items its
+        answer dropped; None on a miss."""
         if self.force:
             return None
         hit = self.cache.stages[stage.name].get(key)
@@ -161,6 +282,7 @@ class StageRunner:
         try:
             output = stage.validate(hit["output"], abstract.text)
             provenance = Provenance.model_validate({**hit["provenance"], "cached": True})
+            dropped = [Dropped(**d) for d in hit.get("dropped", ())]
         except (OutputValidationError, ValueError, KeyError, TypeError) as exc:
             log.warning(
                 "%s: cached %s output for %s failed validation (%s); asking again",
@@ -170,32 +292,38 @@ class StageRunner:
                 exc,
             )
             return None
-        return StageResult(status="ok", output=output, provenance=provenance)
+        return StageResult(status="ok", output=output, provenance=provenance), dropped
 
-    def _count_cached(self, stage: Stage) -> None:
+    def _count_cached(
+        self, stage: Stage, abstract: Abstract, result: StageResult, dropped: list[Dropped]
+    ) -> None:
         stats = self.stats.stages[stage.name]
         stats.ok += 1
         stats.cache_hits += 1
-        self.progress.stage_done(stage.name, ok=True, cached=True, tokens_in=0, tokens_out=0)
+        # The drops of a cached answer are reported again: every run folder tells all.
+        self._report_dropped(stage, abstract, dropped, result.provenance.attempts)
+        self.progress.stage_done(
+            stage.name, ok=True, cached=True, tokens_in=0, tokens_out=0, dropped=len(dropped)
+        )
 
     def cached_record(self, abstract: Abstract) -> SummaryRecord | None:
         """The summary record of an abstract whose every stage is cached, else None."""
-        results: dict[str, StageResult] = {}
+        hits: dict[str, tuple[StageResult, list[Dropped]]] = {}
         for name, stage in self.stages.items():
-            result = self.cached(stage, abstract, self.key(stage, abstract))
-            if result is None:
+            hit = self.cached(stage, abstract, self.key(stage, abstract))
+            if hit is None:
                 return None
-            results[name] = result
-        for stage in self.stages.values():
-            self._count_cached(stage)
-        return self.record(abstract, results)
+            hits[name] = hit
+        for name, stage in self.stages.items():
+            self._count_cached(stage, abstract, *hits[name])
+        return self.record(abstract, {name: hit[0] for name, hit in hits.items()})
 
     async def run_stage(self, stage: Stage, abstract: Abstract) -> StageResult:
         """One stage of one abstract: from cache, or asked (and re-asked) until valid."""
         key = self.key(stage, abstract)
         if (hit := self.cached(stage, abstract, key)) is not None:
-            self._count_cached(stage)
-            return hit
+            self._count_cached(stage, abstract, *hit)
+            return hit[0]
         started = time.perf_counter()
         answer = await ask_until_valid(
             self.backend,
@@ -211,8 +339,10 @@ class StageRunner:
             attempts=answer.attempts,
             tokens_in=answer.tokens_in,
             tokens_out=answer.tokens_out,
+            tokens_cached=answer.tokens_cached,
             latency_ms=round((time.perf_counter() - started) * 1000, 1),
             cached=False,
+            dropped=len(answer.dropped),
         )
         return self._settle(stage, abstract, key, answer, provenance)
 
@@ -223,23 +353,27 @@ class StageRunner:
         stats.calls += answer.attempts
         stats.tokens_in += answer.tokens_in
         stats.tokens_out += answer.tokens_out
+        stats.tokens_cached += answer.tokens_cached
         self.progress.stage_done(
             stage.name,
             ok=answer.output is not None,
             cached=False,
             tokens_in=answer.tokens_in,
             tokens_out=answer.tokens_out,
+            tokens_cached=answer.tokens_cached,
+            dropped=len(answer.dropped),
         )
         if answer.output is not None:
-            self.cache.stages[stage.name].put(
-                key,
-                {
-                    "stage": stage.name,
-                    "output": answer.output,
-                    "provenance": provenance.model_dump(mode="json"),
-                },
-            )
+            entry: dict[str, Any] = {
+                "stage": stage.name,
+                "output": answer.output,
+                "provenance": provenance.model_dump(mode="json"),
+            }
+            if answer.dropped:
+                entry["dropped"] = [d.as_json() for d in answer.dropped]
+            self.cache.stages[stage.name].put(key, entry)
             stats.ok += 1
+            self._report_dropped(stage, abstract, answer.dropped, answer.attempts)
             return StageResult(status="ok", output=answer.output, provenance=provenance)
         error = answer.error
         assert error is not None
@@ -261,6 +395,26 @@ class StageRunner:
             error=StageError(kind=error.kind, message=str(error)),
             provenance=provenance,
         )
+
+    def _report_dropped(
+        self, stage: Stage, abstract: Abstract, dropped: list[Dropped], attempts: int
+    ) -> None:
+        """One errors.jsonl record per item dropped from an ok output, and its count."""
+        stats = self.stats.stages[stage.name]
+        for d in dropped:
+            stats.dropped_kinds[d.kind] += 1
+            self.on_error(
+                ErrorRecord(
+                    id=abstract.id,
+                    sources=sources_of(abstract),
+                    stage=stage.name,
+                    kind=d.kind,  # type: ignore[arg-type]
+                    message=f"dropped from the output: {d.message}",
+                    attempts=attempts,
+                    raw=json.dumps(d.item, ensure_ascii=False),
+                    item=d.index,
+                )
+            )
 
     def record(self, abstract: Abstract, results: dict[str, StageResult]) -> SummaryRecord:
         """The summary record of one abstract."""

@@ -19,7 +19,9 @@ class StageStats:
     calls: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+    tokens_cached: int = 0
     failure_kinds: Counter[str] = field(default_factory=Counter)
+    dropped_kinds: Counter[str] = field(default_factory=Counter)
 
     def counts(self) -> StageCounts:
         """The manifest's view of these counts."""
@@ -30,7 +32,10 @@ class StageStats:
             backend_calls=self.calls,
             tokens_in=self.tokens_in,
             tokens_out=self.tokens_out,
+            tokens_cached=self.tokens_cached,
             failure_kinds=dict(self.failure_kinds),
+            dropped=sum(self.dropped_kinds.values()),
+            dropped_kinds=dict(self.dropped_kinds),
         )
 
 
@@ -62,3 +67,8 @@ class RunStats:
     def tokens_out(self) -> int:
         """Output tokens over every stage and attempt."""
         return sum(s.tokens_out for s in self.stages.values())
+
+    @property
+    def tokens_cached(self) -> int:
+        """Input tokens the provider served from its prompt cache (when it reports them)."""
+        return sum(s.tokens_cached for s in self.stages.values())

@@ -37,8 +37,10 @@ class Provenance(BaseModel):
     attempts: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+    tokens_cached: int = 0  # of tokens_in, served from the provider's prompt cache (if reported)
     latency_ms: float = 0.0
     cached: bool = False
+    dropped: int = 0  # items (claims) left out of the output as invalid; see errors.jsonl
 
 
 class StageError(BaseModel):
@@ -81,7 +83,8 @@ class SummaryRecord(BaseModel):
 
 
 class ErrorRecord(BaseModel):
-    """One line of errors.jsonl: a failed (abstract, stage) with the last raw answer."""
+    """One line of errors.jsonl: a failed (abstract, stage) with the last raw answer, or
+    (`item` set) one item dropped from an ok stage's output, with the item as raw JSON."""
 
     model_config = ConfigDict(extra="forbid")
     id: str
@@ -91,6 +94,7 @@ class ErrorRecord(BaseModel):
     message: str
     attempts: int
     raw: str | None = None
+    item: int | None = None  # index of the dropped item in the answer; None: the stage failed
 
 
 class StageCounts(BaseModel):
@@ -103,7 +107,10 @@ class StageCounts(BaseModel):
     backend_calls: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+    tokens_cached: int = 0
     failure_kinds: dict[str, int] = Field(default_factory=dict)
+    dropped: int = 0  # items dropped from ok outputs (one errors.jsonl record each)
+    dropped_kinds: dict[str, int] = Field(default_factory=dict)
 
 
 class Counts(BaseModel):
@@ -125,6 +132,7 @@ class Tokens(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
     input: int = Field(0, alias="in")
     output: int = Field(0, alias="out")
+    cached: int = 0  # of `in`, served from the provider's prompt cache (when it says so)
 
 
 class TaxonomyRef(BaseModel):

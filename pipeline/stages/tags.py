@@ -1,4 +1,9 @@
-"""Stage `tags`: controlled-taxonomy tags (the first is the primary topic) plus free keywords."""
+"""Stage `tags`: controlled-taxonomy tags (the first is the primary topic) plus free keywords.
+
+The taxonomy reaches the model once, as the id list in the system prompt (one line per
+facet); the JSON schema asks for strings, not an enum of the same ids, which would send
+the taxonomy twice. An id outside the taxonomy is caught by validation (and re-asked).
+"""
 
 from __future__ import annotations
 
@@ -21,10 +26,8 @@ class TagsOutput(BaseModel):
     """Tag ids from the controlled taxonomy plus a few free keywords."""
 
     model_config = ConfigDict(extra="forbid")
-    tags: list[str] = Field(description="Tag ids from the taxonomy, most specific first.")
-    keywords: list[str] = Field(
-        default_factory=list, description="Up to 5 short free keywords not covered by tags."
-    )
+    tags: list[str] = Field(description="Taxonomy ids; the first is the primary topic.")
+    keywords: list[str] = Field(default_factory=list, description="Up to 5 short keywords.")
 
     @field_validator("tags")
     @classmethod
@@ -63,18 +66,10 @@ class TagsOutput(BaseModel):
 
 
 def prompt_fields(taxonomy: Taxonomy, prompts_dir: Path) -> dict[str, str]:
-    """The taxonomy listed in the system prompt, grouped by facet."""
-    lines = []
-    for facet in taxonomy.facets:
-        lines.append(f"# {facet.label}")
-        lines.extend(f"{tag.id}: {tag.label}" for tag in facet.tags)
+    """The taxonomy's ids for the system prompt: one line per facet (ids are self-describing;
+    where they overlap, prompts/tags.yaml says which takes what)."""
+    lines = [f"{facet.id}: {', '.join(t.id for t in facet.tags)}" for facet in taxonomy.facets]
     return {"taxonomy": "\n".join(lines)}
-
-
-def schema_hook(schema: dict[str, Any], taxonomy: Taxonomy) -> dict[str, Any]:
-    """Structured outputs may only name tag ids of the taxonomy."""
-    schema["properties"]["tags"]["items"] = {"type": "string", "enum": taxonomy.ids}
-    return schema
 
 
 def offline(abstract: str, taxonomy: Taxonomy) -> dict[str, Any]:
@@ -102,6 +97,7 @@ STAGE = StageSpec(
     csv_columns=("tags", "keywords"),
     csv=csv,
     prompt_fields=prompt_fields,
-    schema_hook=schema_hook,
     uses_taxonomy=True,
+    example={"tags": ["graph-anomaly-detection", "graph-neural-networks"], "keywords": ["DR-GGAD"]},
+    output_tokens=40,
 )

@@ -62,4 +62,8 @@ STAGE = StageSpec(
     offline=offline,
     csv_columns=("tldr",),
     csv=csv,
+    example={
+        "tldr": "A sparse attention layer that halves inference cost of long-document transformers while matching their accuracy on three summarization benchmarks."
+    },
+    output_tokens=50,
 )

@@ -1,0 +1,165 @@
+"""What a run would do, before it spends anything (`digest run --dry-run`): the requests to
+be made per stage (results already in the cache are not asked again), estimated tokens and
+estimated cost. Nothing is sent and nothing is written.
+
+Input tokens are estimated as characters / 4 of the exact messages (plus the JSON schema in
+json_schema mode); output tokens from each stage's typical answer (`StageSpec.output_tokens`,
+measured on the realistic-answer corpus). Re-asks are not included: they add to both.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from pipeline.cache import StageCache
+from pipeline.config import Settings
+from pipeline.engine.progress import NoProgress
+from pipeline.engine.stage_runner import StageRunner
+from pipeline.engine.stats import RunStats
+from pipeline.ingest import IngestResult
+from pipeline.job import load_project_taxonomy
+from pipeline.pricing import Price, format_cost, format_tokens
+from pipeline.stages import Stage, build_stages
+
+
+@dataclass
+class StagePlan:
+    """One stage over the run's abstracts."""
+
+    calls: int = 0
+    cached: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+
+@dataclass
+class Plan:
+    """Every stage of a run that has not started."""
+
+    abstracts: int
+    backend: str
+    model: str
+    price: Price | None
+    stages: dict[str, StagePlan] = field(default_factory=dict)
+
+    @property
+    def calls(self) -> int:
+        """Requests the run would send (first attempts)."""
+        return sum(s.calls for s in self.stages.values())
+
+    @property
+    def tokens_in(self) -> int:
+        """Estimated input tokens of those requests."""
+        return sum(s.tokens_in for s in self.stages.values())
+
+    @property
+    def tokens_out(self) -> int:
+        """Estimated output tokens of their answers."""
+        return sum(s.tokens_out for s in self.stages.values())
+
+    @property
+    def cost(self) -> float | None:
+        """Estimated dollars (no prompt-cache discount assumed), None without a price."""
+        if self.price is None:
+            return None
+        return self.price.cost(self.tokens_in, 0, self.tokens_out)
+
+
+@dataclass(frozen=True)
+class _Identity:
+    """What cache keys need from a backend, without building one (no client, no network)."""
+
+    name: str
+    model: str
+    can_reask: bool = False
+
+
+class _ReadOnlyCache:
+    """The stage caches that exist, opened for lookups; a missing one is empty (not created)."""
+
+    def __init__(self, settings: Settings, stages: dict[str, Stage]) -> None:
+        self.stages: dict[str, StageCache | dict] = {}
+        for name in stages:
+            path = settings.cache_dir / f"{name}.jsonl"
+            self.stages[name] = StageCache(path) if path.exists() else {}
+
+    def close(self) -> None:
+        for cache in self.stages.values():
+            if isinstance(cache, StageCache):
+                cache.close()
+
+
+def _identity(settings: Settings) -> _Identity:
+    if settings.resolved_provider == "offline":
+        from pipeline.backends.offline import heuristics_version
+
+        return _Identity("offline", f"offline-heuristics-{heuristics_version()}")
+    return _Identity("openai", settings.model)
+
+
+def plan_run(settings: Settings, ingest: IngestResult) -> Plan:
+    """The plan of a run of `settings` over `ingest`: requests, tokens, cost."""
+    taxonomy = load_project_taxonomy(settings)
+    stages = build_stages(settings.stages, settings.prompts_dir, taxonomy)
+    identity = _identity(settings)
+    cache = _ReadOnlyCache(settings, stages)
+    json_object = settings.response_format == "json_object"
+    runner = StageRunner(
+        stages=stages,
+        backend=identity,  # type: ignore[arg-type]
+        cache=cache,  # type: ignore[arg-type]
+        stats=RunStats.for_stages(tuple(stages)),
+        progress=NoProgress(),
+        on_error=lambda record: None,
+        params=settings.generation_params,
+        json_object=json_object,
+        max_reasks=0,
+        max_tokens=settings.max_tokens,
+        force=settings.force,
+    )
+    plan = Plan(len(ingest.abstracts), identity.name, identity.model, settings.price)
+    try:
+        for name, stage in stages.items():
+            schema = "" if json_object else stage.json_schema_text
+            sp = plan.stages[name] = StagePlan()
+            for abstract in ingest.abstracts:
+                if runner.cached(stage, abstract, runner.key(stage, abstract)) is not None:
+                    sp.cached += 1
+                    continue
+                messages = stage.messages(abstract.text, json_object_mode=json_object)
+                chars = sum(len(m["content"]) for m in messages) + len(schema)
+                sp.calls += 1
+                sp.tokens_in += math.ceil(chars / 4)
+                sp.tokens_out += stage.spec.output_tokens
+    finally:
+        cache.close()
+    return plan
+
+
+def describe(plan: Plan) -> list[str]:
+    """The lines `digest run --dry-run` prints."""
+    lines = [
+        f"dry run: {plan.abstracts} abstracts, backend {plan.backend} (model {plan.model}); "
+        "nothing is sent"
+    ]
+    for name, s in plan.stages.items():
+        lines.append(
+            f"  {name:<7} requests {s.calls:>7}  cached {s.cached:>7}  "
+            f"~{format_tokens(s.tokens_in)} input, ~{format_tokens(s.tokens_out)} output tokens"
+        )
+    total = (
+        f"total: {plan.calls} requests, ~{format_tokens(plan.tokens_in)} input and "
+        f"~{format_tokens(plan.tokens_out)} output tokens (estimates; re-asks add more)"
+    )
+    lines.append(total)
+    if plan.backend == "offline":
+        lines.append("estimated cost: $0 (offline backend, no endpoint)")
+    elif plan.cost is None:
+        lines.append(f"estimated cost: no price for {plan.model!r} (set prices in config.yaml)")
+    else:
+        lines.append(
+            f"estimated cost: {format_cost(plan.cost)} at {plan.model} list prices "
+            "(an estimate, before any prompt-cache discount)"
+        )
+    return lines
