@@ -152,22 +152,28 @@ class StageRunner:
         )
 
     def cached(self, stage: Stage, abstract: Abstract, key: str) -> StageResult | None:
-        """The cached result of one stage, validated like a fresh answer, or None (a miss)."""
+        """The cached result of one stage, validated like a fresh answer, or None (a miss).
+
+        A record that fails (wrong shape, ungrounded output) is warned about once and
+        forgotten, so the fresh answer that replaces it is what later lookups and runs see.
+        """
         if self.force:
             return None
-        hit = self.cache.stages[stage.name].get(key)
+        stage_cache = self.cache.stages[stage.name]
+        hit = stage_cache.get(key)
         if hit is None:
             return None
         try:
             output = stage.validate(hit["output"], abstract.text)
             provenance = Provenance.model_validate({**hit["provenance"], "cached": True})
         except (OutputValidationError, ValueError, KeyError, TypeError) as exc:
+            stage_cache.discard(key)
             log.warning(
                 "%s: cached %s output for %s failed validation (%s); asking again",
-                self.cache.stages[stage.name].path,
+                stage_cache.path,
                 stage.name,
                 abstract.id,
-                exc,
+                str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__,
             )
             return None
         return StageResult(status="ok", output=output, provenance=provenance)

@@ -13,6 +13,9 @@ from pipeline.taxonomy import Taxonomy
 from pipeline.text import abstract_numbers, normalize_ws, numbers_in, split_sentences
 
 TLDR_MAX_WORDS = 35
+# 35 words rarely pass 300 characters (the offline extractor caps itself at 320); the limit
+# stops one giant "word" (a 10 MB token) that the word count cannot see.
+TLDR_MAX_CHARS = 400
 
 
 class TldrOutput(BaseModel):
@@ -27,6 +30,8 @@ class TldrOutput(BaseModel):
         value = normalize_ws(value)
         if not value:
             raise ValueError("tldr is empty")
+        if len(value) > TLDR_MAX_CHARS:
+            raise ValueError(f"tldr has {len(value)} characters; at most {TLDR_MAX_CHARS} allowed")
         words = value.split()
         if len(words) > TLDR_MAX_WORDS:
             raise ValueError(f"tldr has {len(words)} words; at most {TLDR_MAX_WORDS} allowed")
