@@ -177,8 +177,8 @@ class StageCache:
                     raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
                 view = view[written:]
         except OSError as exc:
-            if offset is not None and len(view) < len(data):
-                try:  # drop the partial line; the lock keeps other writers out meanwhile
+            if offset is not None:
+                try:  # drop any partial line; the lock keeps other writers out meanwhile
                     os.ftruncate(self._fd, offset)
                 except OSError:
                     log.warning("%s: a torn line is left at byte %d", self.path, offset)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -51,8 +52,10 @@ def csv_row(record: SummaryRecord, stage_specs: tuple[StageSpec, ...]) -> list[A
 def ensure_writable_dir(path: Path, what: str) -> None:
     """Raise StorageError (naming `path`) unless `path` is, or can be made, a writable folder.
 
-    Nothing is created: the check looks at the folder or its nearest existing parent, so a
-    refused run leaves no half-made folder behind.
+    The test is a real write: a probe file is created and removed in the folder, or in its
+    nearest existing parent when the folder is still to be made (permission bits do not
+    tell for root, read-only mounts or ACLs). No folder is created, so a refused run leaves
+    nothing half-made behind.
     """
     probe = path
     while not probe.exists() and probe != probe.parent:
@@ -62,9 +65,13 @@ def ensure_writable_dir(path: Path, what: str) -> None:
     if not probe.is_dir():
         where = "" if probe == path else f" ({probe} is not a folder)"
         raise StorageError(f"{what} {path} is not a folder{where}")
-    if not os.access(probe, os.W_OK | os.X_OK):
+    try:
+        fd, name = tempfile.mkstemp(prefix=".digest-write-test-", dir=probe)
+        os.close(fd)
+        os.unlink(name)
+    except OSError as exc:
         where = "" if probe == path else f" (cannot create it in {probe})"
-        raise StorageError(f"{what} {path} is not writable{where}: permission denied")
+        raise StorageError(f"{what} {path} is not writable{where}: {exc.strerror or exc}") from exc
 
 
 def remove_stale_tmp(folder: Path, name: str) -> None:
