@@ -169,40 +169,35 @@ def _sniff(path: Path) -> str:
     Latin-1/cp1252 throughout. A UTF-8 file with a few invalid bytes stays UTF-8 (those bytes
     become U+FFFD, with one warning naming their lines), so valid text never turns to mojibake.
     """
-    decoder = codecs.getincrementaldecoder(_UTF8)(errors="surrogateescape")
-    line = 1
-    bad_lines: list[int] = []
-    n_bad_lines = 0
+    bad = _BadLines()
     valid_non_ascii = False
     content = False
     head: str | None = None
+    carry = b""  # an incomplete UTF-8 sequence at the end of the last chunk
+    line = 1
     try:
         with path.open("rb") as f:
             while True:
                 chunk = f.read(_CHUNK)
                 if b"\x00" in chunk:
                     raise InputError(f"{path} is not a text file (binary content)")
-                if head is None and chunk.startswith(codecs.BOM_UTF8):
-                    valid_non_ascii = True
-                text = decoder.decode(chunk, final=not chunk)
+                data = carry + chunk
+                if head is None and data.startswith(codecs.BOM_UTF8):
+                    data, valid_non_ascii = data[len(codecs.BOM_UTF8) :], True
+                cut = _complete_prefix(data) if chunk else len(data)
+                data, carry = data[:cut], data[cut:]
+                try:
+                    text = data.decode("utf-8")  # the fast path: valid UTF-8
+                except UnicodeDecodeError:
+                    text = data.decode("utf-8", "surrogateescape")
+                    valid_non_ascii = valid_non_ascii or bool(_VALID_NON_ASCII.search(text))
+                    bad.scan(text, line)
+                else:
+                    valid_non_ascii = valid_non_ascii or not data.isascii()
                 if head is None:
                     head = text[:_PROBE_CHARS]
                 content = content or bool(text.strip())
-                if not text.isascii():
-                    valid_non_ascii = valid_non_ascii or bool(_VALID_NON_ASCII.search(text))
-                    pos = 0
-                    for m in _BAD_BYTE.finditer(text):
-                        line += text.count("\n", pos, m.start())
-                        pos = m.start()
-                        if not bad_lines or bad_lines[-1] != line:
-                            n_bad_lines += 1
-                            if len(bad_lines) < _BAD_LINES_NAMED:
-                                bad_lines.append(line)
-                            else:
-                                bad_lines[-1] = line
-                    line += text.count("\n", pos)
-                else:
-                    line += text.count("\n")
+                line += data.count(b"\n")
                 if not chunk:
                     break
     except OSError as exc:
@@ -212,21 +207,58 @@ def _sniff(path: Path) -> str:
         raise InputError(f"{path} is not a text file (control characters)")
     if not content:
         raise InputError(f"{path} is empty")
-    if not n_bad_lines:
+    if not bad.count:
         return _UTF8
     if not valid_non_ascii:
         log.warning("%s is not valid UTF-8; read it as Latin-1/cp1252", path)
         return _FALLBACK
-    named = ", ".join(map(str, bad_lines))
-    if n_bad_lines > len(bad_lines):
-        named = ", ".join(map(str, bad_lines[:-1])) + f", ..., {bad_lines[-1]}"
     log.warning(
         "%s: invalid UTF-8 on %d line(s) (%s); those bytes are read as U+FFFD, the rest as UTF-8",
         path,
-        n_bad_lines,
-        named,
+        bad.count,
+        bad.named(),
     )
     return _UTF8
+
+
+def _complete_prefix(data: bytes) -> int:
+    """Where an incomplete UTF-8 sequence at the end of `data` starts (len(data) if none)."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte < 0x80:
+            return len(data)
+        if byte >= 0xC0:  # a lead byte: is its sequence cut off?
+            need = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+            return len(data) - back if need > back else len(data)
+    return len(data)
+
+
+class _BadLines:
+    """The lines holding invalid UTF-8: how many, the first few and the last."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.lines: list[int] = []
+
+    def scan(self, text: str, line: int) -> None:
+        """Record the bad bytes of `text` (decoded with surrogateescape) starting at `line`."""
+        pos = 0
+        for m in _BAD_BYTE.finditer(text):
+            line += text.count("\n", pos, m.start())
+            pos = m.start()
+            if self.lines and self.lines[-1] == line:
+                continue
+            self.count += 1
+            if len(self.lines) < _BAD_LINES_NAMED:
+                self.lines.append(line)
+            else:
+                self.lines[-1] = line
+
+    def named(self) -> str:
+        """'4, 8, 9' or, past the first few, '4, 8, ..., 29'."""
+        if self.count <= len(self.lines):
+            return ", ".join(map(str, self.lines))
+        return ", ".join(map(str, self.lines[:-1])) + f", ..., {self.lines[-1]}"
 
 
 def _txt_rows(path: Path, f: TextIO) -> Iterator[tuple[str, str | None, str | None]]:

@@ -103,6 +103,22 @@ def test_an_invalid_byte_after_the_first_megabyte_does_not_flip_the_file(tmp_pat
     assert "line(s) (40001)" in caplog.text
 
 
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 7, 64])
+def test_multibyte_characters_cut_by_the_read_chunks_are_not_bad_bytes(
+    tmp_path, caplog, monkeypatch, chunk
+):
+    import pipeline.ingest as ingest
+
+    monkeypatch.setattr(ingest, "_CHUNK", chunk)
+    path = tmp_path / "multi.txt"
+    lines = [A1, "中文摘要。我们提出一种方法。", "Emoji 🧪 test, résumé.", A2]
+    path.write_bytes(b"\xef\xbb\xbf" + "\n\n".join(lines).encode() + b"\n\nBad \xe9 end.\n")
+    with caplog.at_level(logging.WARNING):
+        result = read_inputs([path])
+    assert [a.text for a in result.abstracts] == [*lines, "Bad \ufffd end."]
+    assert "invalid UTF-8 on 1 line(s) (9)" in caplog.text
+
+
 def test_a_bom_and_crlf_file_stays_utf8(tmp_path):
     path = tmp_path / "bom.csv"
     path.write_bytes(b"\xef\xbb\xbfid,abstract\r\n1," + A1.encode() + b"\r\n")
