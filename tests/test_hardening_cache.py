@@ -202,6 +202,16 @@ def test_tldr_has_a_character_limit():
         stage.validate({"tldr": "x" * 10_000_000}, "x" * 10_000_000)
     ok = "We present " + "x" * 370 + "."
     assert stage.validate({"tldr": ok}, abstract) == {"tldr": ok}
+    # A number copied from the abstract is bounded by it and does not count.
+    number = "7" * 5000
+    assert stage.validate({"tldr": number + "."}, number) == {"tldr": number + "."}
+    with pytest.raises(OutputValidationError, match="characters"):
+        stage.validate({"tldr": number + " " + "y" * 401 + "."}, number)
+    # A number copied from the abstract is bounded by it and does not count.
+    number = "7" * 5000
+    assert stage.validate({"tldr": number + "."}, number) == {"tldr": number + "."}
+    with pytest.raises(OutputValidationError, match="characters"):
+        stage.validate({"tldr": number + " " + "y" * 401 + "."}, number)
 
 
 def _fd_path(fd: int) -> str:
