@@ -4,6 +4,12 @@ Two passes, so memory does not grow with the input: the scan reads every file on
 input errors surface before a run starts) and keeps ids, titles, sources and a fingerprint
 per unique abstract; the texts are then streamed from the files again, in first-seen order,
 while the run consumes them (`read_inputs(..., stream=True)`).
+
+Before its scan each file is read once as bytes (`_sniff`): a NUL byte anywhere makes it
+binary, and it is decoded as UTF-8 with U+FFFD for invalid bytes only (one warning naming
+their lines), unless no multi-byte sequence in it is valid UTF-8: then it is cp1252
+throughout. Directories are walked by `expand_paths` (symlinks, unreadable folders,
+ignored files).
 """
 
 from __future__ import annotations
