@@ -2,13 +2,17 @@
 
 One file per stage (`<cache_dir>/<stage>.jsonl`). Each line starts with `{"key":"<64 hex>"`
 so the index is built without parsing JSON; only offsets are kept in memory, so a cache of
-millions of records costs a few dozen MB. Writes are one `os.write` per record on an
-O_APPEND descriptor under an exclusive lock, so concurrent runs cannot interleave lines and
-a SIGKILL loses at most the line being written (skipped with a warning on the next load).
+millions of records costs a few dozen MB. Each record is written whole (os.write repeated
+until every byte is out) on an O_APPEND descriptor under an exclusive lock, so concurrent
+runs cannot interleave lines and a SIGKILL loses at most the line being written (skipped
+with a warning on the next load); a write that fails (disk full) is cut off again and stops
+the run with a StorageError. A line is trusted for nothing: the runner re-validates every
+record it serves (pipeline/engine/stage_runner.py).
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import functools
 import hashlib
@@ -17,6 +21,8 @@ import logging
 import os
 from pathlib import Path
 from typing import Any
+
+from pipeline.errors import StorageError
 
 log = logging.getLogger(__name__)
 
@@ -89,9 +95,12 @@ class StageCache:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        self._reader = open(path, "rb")  # noqa: SIM115 - lives as long as the cache
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            self._reader = open(path, "rb")  # noqa: SIM115 - lives as long as the cache
+        except OSError as exc:
+            raise StorageError.from_os_error(f"the cache {path}", exc) from exc
         self.index: dict[str, int] = {}
         self.torn_lines = 0
         self._load()
@@ -117,7 +126,7 @@ class StageCache:
         if not last_line_complete:
             # Terminate the torn tail so the next append starts on a fresh line.
             with _locked(self._fd):
-                os.write(self._fd, b"\n")
+                self._append(b"\n")
 
     def __contains__(self, key: str) -> bool:
         return key in self.index
@@ -132,20 +141,48 @@ class StageCache:
             return None
         self._reader.seek(offset)
         try:
-            return json.loads(self._reader.readline())
-        except json.JSONDecodeError:
+            record = json.loads(self._reader.readline())
+        except (ValueError, RecursionError):  # bad JSON or UTF-8, a 5000-digit number, ...
+            record = None
+        if not isinstance(record, dict):
             log.warning("%s: unreadable record at byte %d; recomputing", self.path, offset)
-            del self.index[key]
+            self.discard(key)
             return None
+        return record
+
+    def discard(self, key: str) -> None:
+        """Forget a bad record: later lookups of `key` miss until a new record is put."""
+        self.index.pop(key, None)
 
     def put(self, key: str, record: dict[str, Any]) -> None:
-        """Append one record (flushed to the OS immediately) and index it."""
+        """Append one record (flushed to the OS immediately) and index it.
+
+        A failed write (disk full, ...) is cut off the file again, so no torn line is left
+        behind, and raised as a StorageError naming the cache file.
+        """
         body = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
         line = _PREFIX + key.encode("ascii") + b'",' + body[1:].encode("utf-8") + b"\n"
         with _locked(self._fd):
             offset = os.lseek(self._fd, 0, os.SEEK_END)
-            os.write(self._fd, line)
+            self._append(line, offset)
         self.index[key] = offset
+
+    def _append(self, data: bytes, offset: int | None = None) -> None:
+        """os.write until every byte is written (a write may be short); under the lock."""
+        view = memoryview(data)
+        try:
+            while view:
+                written = os.write(self._fd, view)
+                if written <= 0:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                view = view[written:]
+        except OSError as exc:
+            if offset is not None:
+                try:  # drop any partial line; the lock keeps other writers out meanwhile
+                    os.ftruncate(self._fd, offset)
+                except OSError:
+                    log.warning("%s: a torn line is left at byte %d", self.path, offset)
+            raise StorageError.from_os_error(f"the cache {self.path}", exc) from exc
 
     def close(self) -> None:
         """Release the file handles."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from typing import Literal, get_args
 
 # Why one (abstract, stage) failed: the `kind` of every errors.jsonl record and stage error.
@@ -67,6 +68,21 @@ class InputError(PipelineError):
     """An input path or file that cannot be read as abstracts."""
 
     exit_code = 2
+
+
+class StorageError(PipelineError):
+    """A folder or file the run must write cannot be written (permissions, not a folder,
+    disk full); the message names the path."""
+
+    exit_code = 2
+
+    @classmethod
+    def from_os_error(cls, path: object, exc: OSError) -> StorageError:
+        """The one message for a failed write: what, where and why (disk full: what to do)."""
+        why = exc.strerror or str(exc)
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            why += "; free some space and rerun the same command (finished work is cached)"
+        return cls(f"cannot write {path}: {why}")
 
 
 class OutputValidationError(PipelineError):

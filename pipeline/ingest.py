@@ -4,14 +4,24 @@ Two passes, so memory does not grow with the input: the scan reads every file on
 input errors surface before a run starts) and keeps ids, titles, sources and a fingerprint
 per unique abstract; the texts are then streamed from the files again, in first-seen order,
 while the run consumes them (`read_inputs(..., stream=True)`).
+
+Before its scan each file is read once as bytes (`_sniff`): a NUL byte anywhere makes it
+binary, and it is decoded as UTF-8 with U+FFFD for invalid bytes only (one warning naming
+their lines), unless no multi-byte sequence in it is valid UTF-8: then it is cp1252
+throughout. Directories are walked by `expand_paths` (symlinks, unreadable folders,
+ignored files).
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
+import errno
 import json
 import logging
+import os
 import re
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +34,9 @@ log = logging.getLogger(__name__)
 
 SUPPORTED_SUFFIXES = (".txt", ".jsonl", ".csv")
 _BLANK_LINE = re.compile(r"[ \t]*")
-csv.field_size_limit(64 * 1024 * 1024)
+CSV_FIELD_LIMIT = 64 * 1024 * 1024
+csv.field_size_limit(CSV_FIELD_LIMIT)
+MAX_IGNORED_LISTED = 100  # ignored files named in the manifest (the warning gives the count)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +117,7 @@ class IngestResult:
     n_inputs: int
     skipped: list[str]
     inputs: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)  # files in input folders not read, why
 
 
 class _Entry:
@@ -137,33 +150,121 @@ def _looks_like_header(paragraph: str) -> bool:
 _UTF8 = "utf-8-sig"
 _FALLBACK = "cp1252"
 _PROBE_CHARS = 8192
+_CHUNK = 1 << 20
+_BAD_LINES_NAMED = 10
+# After decoding with surrogateescape, an invalid byte is a lone surrogate U+DC80..U+DCFF.
+_BAD_BYTE = re.compile("[\udc80-\udcff]")
+_VALID_NON_ASCII = re.compile("[^\x00-\x7f\udc80-\udcff]")
+# Line splitting per format (open()'s `newline`): JSON Lines split on \n only, so a raw
+# U+2028, U+0085 or CR inside a JSON string is data (as pipeline/jsonl.py reads them).
+_NEWLINE: dict[str, str | None] = {".jsonl": "\n"}
 
 
 def _open_text(path: Path, encoding: str) -> TextIO:
-    """The file as text: universal newlines (\\r\\n and \\r become \\n), BOM dropped for UTF-8."""
-    errors = "strict" if encoding == _UTF8 else "replace"
-    return open(path, encoding=encoding, errors=errors, newline=None)  # noqa: SIM115
+    """The file as text: universal newlines (\\r\\n and \\r become \\n) except for .jsonl,
+    BOM dropped for UTF-8, an invalid byte replaced by U+FFFD (the scan warned about it)."""
+    newline = _NEWLINE.get(path.suffix.lower())
+    return open(path, encoding=encoding, errors="replace", newline=newline)  # noqa: SIM115
 
 
-def _check_text_file(path: Path, encoding: str) -> None:
-    """Refuse binary files (NUL bytes, many control characters) and empty files."""
+def _sniff(path: Path) -> str:
+    """The encoding to read `path` with, after refusing binary and empty files.
+
+    The whole file is read once as bytes: a NUL byte anywhere makes it binary. It is UTF-8
+    unless some byte is invalid UTF-8 *and* no multi-byte sequence in it is valid: then it is
+    Latin-1/cp1252 throughout. A UTF-8 file with a few invalid bytes stays UTF-8 (those bytes
+    become U+FFFD, with one warning naming their lines), so valid text never turns to mojibake.
+    """
+    bad = _BadLines()
+    valid_non_ascii = False
+    content = False
+    head: str | None = None
+    carry = b""  # an incomplete UTF-8 sequence at the end of the last chunk
+    line = 1
     try:
         with path.open("rb") as f:
-            head = f.read(_PROBE_CHARS)
-        if b"\x00" in head:
-            raise InputError(f"{path} is not a text file (binary content)")
-        errors = "strict" if encoding == _UTF8 else "replace"
-        with open(path, encoding=encoding, errors=errors, newline="") as f:
-            text = f.read(_PROBE_CHARS)
-            controls = sum(1 for ch in text if ord(ch) < 32 and ch not in "\n\r\t\f")
-            if controls > 0.05 * max(1, len(text)):
-                raise InputError(f"{path} is not a text file (control characters)")
-            while not text.strip():
-                if not text:
-                    raise InputError(f"{path} is empty")
-                text = f.read(1 << 16)
+            while True:
+                chunk = f.read(_CHUNK)
+                if b"\x00" in chunk:
+                    raise InputError(f"{path} is not a text file (binary content)")
+                data = carry + chunk
+                if head is None and data.startswith(codecs.BOM_UTF8):
+                    data, valid_non_ascii = data[len(codecs.BOM_UTF8) :], True
+                cut = _complete_prefix(data) if chunk else len(data)
+                data, carry = data[:cut], data[cut:]
+                try:
+                    text = data.decode("utf-8")  # the fast path: valid UTF-8
+                except UnicodeDecodeError:
+                    text = data.decode("utf-8", "surrogateescape")
+                    valid_non_ascii = valid_non_ascii or bool(_VALID_NON_ASCII.search(text))
+                    bad.scan(text, line)
+                else:
+                    valid_non_ascii = valid_non_ascii or not data.isascii()
+                if head is None:
+                    head = text[:_PROBE_CHARS]
+                content = content or bool(text.strip())
+                line += data.count(b"\n")
+                if not chunk:
+                    break
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    controls = sum(1 for ch in head or "" if ord(ch) < 32 and ch not in "\n\r\t\f")
+    if controls > 0.05 * max(1, len(head or "")):
+        raise InputError(f"{path} is not a text file (control characters)")
+    if not content:
+        raise InputError(f"{path} is empty")
+    if not bad.count:
+        return _UTF8
+    if not valid_non_ascii:
+        log.warning("%s is not valid UTF-8; read it as Latin-1/cp1252", path)
+        return _FALLBACK
+    log.warning(
+        "%s: invalid UTF-8 on %d line(s) (%s); those bytes are read as U+FFFD, the rest as UTF-8",
+        path,
+        bad.count,
+        bad.named(),
+    )
+    return _UTF8
+
+
+def _complete_prefix(data: bytes) -> int:
+    """Where an incomplete UTF-8 sequence at the end of `data` starts (len(data) if none)."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte < 0x80:
+            return len(data)
+        if byte >= 0xC0:  # a lead byte: is its sequence cut off?
+            need = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+            return len(data) - back if need > back else len(data)
+    return len(data)
+
+
+class _BadLines:
+    """The lines holding invalid UTF-8: how many, the first few and the last."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.lines: list[int] = []
+
+    def scan(self, text: str, line: int) -> None:
+        """Record the bad bytes of `text` (decoded with surrogateescape) starting at `line`."""
+        pos = 0
+        for m in _BAD_BYTE.finditer(text):
+            line += text.count("\n", pos, m.start())
+            pos = m.start()
+            if self.lines and self.lines[-1] == line:
+                continue
+            self.count += 1
+            if len(self.lines) < _BAD_LINES_NAMED:
+                self.lines.append(line)
+            else:
+                self.lines[-1] = line
+
+    def named(self) -> str:
+        """'4, 8, 9' or, past the first few, '4, 8, ..., 29'."""
+        if self.count <= len(self.lines):
+            return ", ".join(map(str, self.lines))
+        return ", ".join(map(str, self.lines[:-1])) + f", ..., {self.lines[-1]}"
 
 
 def _txt_rows(path: Path, f: TextIO) -> Iterator[tuple[str, str | None, str | None]]:
@@ -193,28 +294,48 @@ def _paragraphs(f: TextIO) -> Iterator[str]:
 
 
 def _jsonl_rows(path: Path, f: TextIO) -> Iterator[tuple[str, str | None, str | None]]:
-    lineno = 0
-    for chunk in f:
-        # The same line boundaries as str.splitlines() on the whole file (VT, FF, U+2028, ...).
-        for line in chunk.splitlines():
-            lineno += 1
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
-            if not isinstance(row, dict) or "abstract" not in row:
-                raise InputError(f"{path}:{lineno}: expected an object with an 'abstract' field")
-            yield _row_fields(row)
+    # `f` splits on \n only (see _NEWLINE), like every other JSON Lines reader here.
+    for lineno, line in enumerate(f, 1):
+        if not line.strip(" \t\r\n"):
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
+        except RecursionError as exc:
+            raise InputError(f"{path}:{lineno}: invalid JSON (nested too deeply)") from exc
+        except ValueError as exc:  # e.g. an integer of more than 4300 digits
+            reason = str(exc).split(";")[0]
+            raise InputError(f"{path}:{lineno}: invalid JSON ({reason})") from exc
+        if not isinstance(row, dict) or "abstract" not in row:
+            raise InputError(f"{path}:{lineno}: expected an object with an 'abstract' field")
+        abstract = row["abstract"]
+        if abstract is not None and not isinstance(abstract, str):
+            raise InputError(
+                f"{path}:{lineno}: 'abstract' must be a string, not {_json_type(abstract)}"
+            )
+        yield _row_fields(row)
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "a list" if isinstance(value, list) else "an object"
 
 
 def _csv_rows(path: Path, f: TextIO) -> Iterator[tuple[str, str | None, str | None]]:
     reader = csv.DictReader(f)
-    if not reader.fieldnames or "abstract" not in [f.strip().lower() for f in reader.fieldnames]:
-        raise InputError(f"{path}: CSV needs an 'abstract' column (found: {reader.fieldnames})")
-    for row in reader:
-        yield _row_fields({(k or "").strip().lower(): v for k, v in row.items()})
+    try:
+        fieldnames = reader.fieldnames
+        if not fieldnames or "abstract" not in [f.strip().lower() for f in fieldnames]:
+            raise InputError(f"{path}: CSV needs an 'abstract' column (found: {fieldnames})")
+        for row in reader:
+            yield _row_fields({(k or "").strip().lower(): v for k, v in row.items()})
+    except csv.Error as exc:
+        limit = f" (at most {CSV_FIELD_LIMIT // (1024 * 1024)} MB)" if "limit" in str(exc) else ""
+        raise InputError(f"{path}:{reader.line_num}: invalid CSV ({exc}){limit}") from exc
 
 
 def _row_fields(row: dict) -> tuple[str, str | None, str | None]:
@@ -231,44 +352,153 @@ def _row_fields(row: dict) -> tuple[str, str | None, str | None]:
 _READERS = {".txt": _txt_rows, ".jsonl": _jsonl_rows, ".csv": _csv_rows}
 
 
-def expand_paths(paths: Iterable[Path]) -> list[Path]:
-    """Files named directly, plus every supported file under named directories (sorted)."""
+@dataclass(slots=True)
+class InputFiles:
+    """The files to read, and the files under input folders that are not read (with why)."""
+
+    files: list[Path]
+    ignored: list[str]
+
+
+def expand_paths(paths: Iterable[Path], *, follow_symlinks: bool = False) -> InputFiles:
+    """Files named directly, plus every supported file under named directories (sorted).
+
+    Under a directory, hidden entries are skipped silently; other files that are not read
+    (unsupported type, not a regular file, a symlink leading out of the directory) are
+    listed in `ignored`. Symlinks are followed only when they stay inside the directory,
+    unless `follow_symlinks`; an unreadable subdirectory is an InputError.
+    """
     files: list[Path] = []
+    ignored: list[str] = []
     for path in paths:
-        if path.is_dir():
-            found = sorted(
-                p
-                for p in path.rglob("*")
-                if p.is_file()
-                and p.suffix.lower() in SUPPORTED_SUFFIXES
-                and not any(part.startswith(".") for part in p.relative_to(path).parts)
-            )
+        try:
+            mode = path.stat().st_mode
+        except FileNotFoundError:
+            kind = "broken symlink" if path.is_symlink() else "no such file or directory"
+            raise InputError(f"{path}: {kind}") from None
+        except OSError as exc:
+            raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        if stat.S_ISDIR(mode):
+            found = _walk(path, follow_symlinks, ignored)
             if not found:
                 raise InputError(f"{path}: no {', '.join(SUPPORTED_SUFFIXES)} files in directory")
             files.extend(found)
-        elif path.is_file():
-            if path.suffix.lower() not in SUPPORTED_SUFFIXES:
-                raise InputError(
-                    f"{path}: unsupported file type (use {', '.join(SUPPORTED_SUFFIXES)})"
-                )
-            files.append(path)
+        elif not stat.S_ISREG(mode):
+            raise InputError(f"{path}: not a regular file ({_file_kind(mode)})")
+        elif path.suffix.lower() not in SUPPORTED_SUFFIXES:
+            raise InputError(f"{path}: unsupported file type (use {', '.join(SUPPORTED_SUFFIXES)})")
         else:
-            raise InputError(f"{path}: no such file or directory")
-    return files
+            files.append(path)
+    return InputFiles(files, ignored)
 
 
-def read_inputs(paths: Iterable[Path], *, stream: bool = False) -> IngestResult:
+def _file_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a file"
+
+
+def _walk(root: Path, follow_symlinks: bool, ignored: list[str]) -> list[Path]:
+    """The supported files under `root`, sorted; what is not read goes to `ignored`."""
+    real_root = root.resolve()
+    seen_dirs = {real_root}
+    found: list[Path] = []
+    not_read: list[str] = []
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = list(it)
+        except OSError as exc:
+            raise InputError(f"cannot read directory {folder}: {exc.strerror or exc}") from exc
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            path = Path(entry.path)
+            try:
+                real = _symlink_target(path) if entry.is_symlink() else None
+                if real == _LOOP:
+                    not_read.append(f"{path}: symlink loop")
+                    continue
+                if real is not None and not (follow_symlinks or real.is_relative_to(real_root)):
+                    not_read.append(
+                        f"{path}: symlink to {real}, outside {root} (--follow-symlinks reads it)"
+                    )
+                    continue
+                if entry.is_dir():
+                    if real is not None and (not follow_symlinks or real in seen_dirs):
+                        if not follow_symlinks:
+                            not_read.append(
+                                f"{path}: symlink to a directory (--follow-symlinks reads it)"
+                            )
+                        continue
+                    seen_dirs.add(real or path.resolve())
+                    stack.append(path)
+                elif not entry.is_file():
+                    kind = "broken symlink" if real is not None and not real.exists() else None
+                    not_read.append(f"{path}: {kind or 'not a regular file'}")
+                elif path.suffix.lower() not in SUPPORTED_SUFFIXES:
+                    not_read.append(f"{path}: unsupported file type")
+                else:
+                    found.append(path)
+            except OSError as exc:
+                raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    ignored.extend(sorted(not_read))
+    return sorted(found)
+
+
+_LOOP = Path("/\0loop")  # no real path holds a NUL
+
+
+def _symlink_target(path: Path) -> Path:
+    """Where a symlink finally leads, or _LOOP for a cycle."""
+    try:
+        return path.resolve()
+    except RuntimeError:  # Python 3.11 raises it for a symlink loop
+        return _LOOP
+    except OSError as exc:  # later versions: ELOOP
+        if exc.errno == errno.ELOOP:
+            return _LOOP
+        raise
+
+
+def read_inputs(
+    paths: Iterable[Path],
+    *,
+    stream: bool = False,
+    follow_symlinks: bool = False,
+    out_dir: Path | None = None,
+) -> IngestResult:
     """Read every abstract from the given files/directories; same text -> one record, all sources.
 
-    Every input error is raised here. With `stream=True` the texts are not kept: `abstracts`
-    is an `AbstractStream` that reads them from the files again as it is iterated.
+    Every input error is raised here, including an input file inside `out_dir` (the run
+    folder about to be written: the file would be truncated before it is read). With
+    `stream=True` the texts are not kept: `abstracts` is an `AbstractStream` that reads them
+    from the files again as it is iterated.
     """
     paths = list(paths)
     by_id: dict[str, _Entry] = {}
     scanned_files: list[_ScannedFile] = []
     n_inputs = 0
     skipped: list[str] = []
-    for path in expand_paths(paths):
+    found = expand_paths(paths, follow_symlinks=follow_symlinks)
+    if out_dir is not None:
+        _refuse_inputs_inside(found.files, out_dir)
+    if found.ignored:
+        shown = "; ".join(found.ignored[:10])
+        more = f"; and {len(found.ignored) - 10} more" if len(found.ignored) > 10 else ""
+        log.warning(
+            "ignored %d file(s) in the input folders (listed in manifest.json): %s%s",
+            len(found.ignored),
+            shown,
+            more,
+        )
+    for path in found.files:
         scanned, rows, file_skipped = _scan_file(path)
         for position in file_skipped:
             skipped.append(f"{path}#{position}: empty abstract")
@@ -287,24 +517,30 @@ def read_inputs(paths: Iterable[Path], *, stream: bool = False) -> IngestResult:
         scanned_files.append(scanned)
     abstracts = AbstractStream(scanned_files, len(by_id))
     return IngestResult(
-        abstracts if stream else list(abstracts), n_inputs, skipped, [str(p) for p in paths]
+        abstracts if stream else list(abstracts),
+        n_inputs,
+        skipped,
+        [str(p) for p in paths],
+        found.ignored,
     )
+
+
+def _refuse_inputs_inside(files: list[Path], out_dir: Path) -> None:
+    real_out = out_dir.resolve()
+    for path in files:
+        if path.resolve().is_relative_to(real_out):
+            raise InputError(
+                f"{path} is inside the run folder {out_dir}, which the run is about to "
+                "overwrite; choose another --out (or copy the file elsewhere first)"
+            )
 
 
 _Row = tuple[int, str, str | None, str | None, int]  # position, id, title, paper_id, fingerprint
 
 
 def _scan_file(path: Path) -> tuple[_ScannedFile, list[_Row], list[int]]:
-    """One file's rows without their texts; UTF-8, else (with a warning) cp1252."""
-    try:
-        return _scan_file_as(path, _UTF8)
-    except UnicodeDecodeError:
-        log.warning("%s is not valid UTF-8; read it as Latin-1/cp1252", path)
-        return _scan_file_as(path, _FALLBACK)
-
-
-def _scan_file_as(path: Path, encoding: str) -> tuple[_ScannedFile, list[_Row], list[int]]:
-    _check_text_file(path, encoding)
+    """One file's rows without their texts, decoded as `_sniff` decides."""
+    encoding = _sniff(path)
     rows: list[_Row] = []
     skipped: list[int] = []  # positions of empty abstracts
     try:

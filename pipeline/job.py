@@ -9,9 +9,10 @@ ends, whatever the ending, so a folder always says whether it is complete.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,8 +26,8 @@ from pipeline.engine.progress import NoProgress, Progress
 from pipeline.engine.schedule import run_in_order
 from pipeline.engine.stage_runner import StageRunner
 from pipeline.engine.stats import RunStats
-from pipeline.errors import FatalBackendError, InputError, RunInterrupted
-from pipeline.ingest import Abstract, IngestResult
+from pipeline.errors import FatalBackendError, InputError, RunInterrupted, StorageError
+from pipeline.ingest import MAX_IGNORED_LISTED, Abstract, IngestResult
 from pipeline.limits import Limiter
 from pipeline.prompts import content_hash
 from pipeline.rundir import Manifest, RunWriter, SummaryRecord
@@ -129,6 +130,7 @@ class _Run:
             transport_retries=getattr(backend, "transport_retries", 0),
             rate_limit_pauses=self.limiter.backoffs if self.limiter else 0,
             skipped_inputs=self.ingest.skipped[:100],
+            ignored_files=self.ingest.ignored[:MAX_IGNORED_LISTED],
             schema_version=SCHEMA_VERSION,
             prompts={name: stage.prompt_hash for name, stage in self.stages.items()},
             taxonomy=TaxonomyRef(
@@ -155,14 +157,19 @@ def run_job(
     started = time.time()
     taxonomy = load_project_taxonomy(settings)
     stages = build_stages(settings.stages, settings.prompts_dir, taxonomy)
-    writer = RunWriter(run_dir)
+    cache = Cache(settings.cache_dir, tuple(stages))  # before the run folder: a bad cache
+    try:
+        writer = RunWriter(run_dir)  # leaves no half-made folder behind
+    except BaseException:
+        cache.close()
+        raise
     run = _Run(
         settings=settings,
         ingest=ingest,
         taxonomy=taxonomy,
         stages=stages,
         writer=writer,
-        cache=Cache(settings.cache_dir, tuple(stages)),
+        cache=cache,
         stats=RunStats.for_stages(tuple(stages)),
         sinks=sinks,
         progress=progress or NoProgress(),
@@ -171,24 +178,46 @@ def run_job(
     )
     writer.write_manifest(run.manifest("running"))
     status: RunStatus = "fatal"
+    failing = True
     try:
         asyncio.run(_run(run))
         status = "ok" if run.stats.failed_stages == 0 else "failed"
+        failing = False
     except RunInterrupted:
         status = "interrupted"
         raise
-    except (FatalBackendError, InputError) as exc:
+    except (FatalBackendError, InputError, StorageError) as exc:
         run.stats.fatal = str(exc)
         raise
     finally:
         run.progress.close()
         manifest = run.manifest(status)
-        writer.write_manifest(manifest)
-        writer.close()
-        run.cache.close()
-        for sink in sinks:
-            sink.finish(manifest)
+        _close_run(run, manifest, quiet=failing)
     return JobResult(run_dir, manifest, run.stats)
+
+
+def _close_run(run: _Run, manifest: Manifest, *, quiet: bool) -> None:
+    """Write the last manifest, close every file and finish every sink, whatever fails.
+
+    On a full disk each step may fail: all are tried, then the first StorageError is
+    raised, unless the run already stops on an error of its own (`quiet`), which is then
+    the one message the user gets.
+    """
+    steps: list[Callable[[], object]] = [
+        functools.partial(run.writer.write_manifest, manifest),
+        run.writer.close,
+        run.cache.close,
+        *(functools.partial(sink.finish, manifest) for sink in run.sinks),
+    ]
+    first: StorageError | None = None
+    for step in steps:
+        try:
+            step()
+        except StorageError as exc:
+            log.debug("while closing the run: %s", exc)
+            first = first or exc
+    if first is not None and not quiet:
+        raise first
 
 
 async def _run(run: _Run) -> None:

@@ -12,6 +12,8 @@ import logging
 import re
 import sys
 
+from pipeline.text import terminal_safe
+
 FORMAT = "%(levelname)s %(name)s: %(message)s"
 REDACTED = "<redacted>"
 # OpenAI-style keys (sk-..., sk-proj-...) and bearer tokens, wherever they appear in a message.
@@ -56,6 +58,10 @@ class _StderrHandler(logging.StreamHandler):
     @stream.setter
     def stream(self, value) -> None:
         pass
+
+    def format(self, record: logging.LogRecord) -> str:
+        # A message may quote a file name or a title: nothing in it may drive the terminal.
+        return terminal_safe(super().format(record), keep_newlines=True)
 
 
 def _is_default_handler(handler: logging.Handler) -> bool:

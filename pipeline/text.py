@@ -95,3 +95,16 @@ def display_text(text: str) -> str:
     for pattern, repl in _DISPLAY_SUBS:
         text = pattern.sub(repl, text)
     return text
+
+
+# C0 and C1 control characters and DEL (ESC starts terminal escape sequences, BEL ends OSC
+# ones; U+009B is an 8-bit CSI) and the bidirectional overrides/isolates that reorder text.
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f\u202a-\u202e\u2066-\u2069]")
+_LINE_CONTROL_RE = re.compile(r"[\t\n\v\f\r\x85\u2028\u2029]")
+_LINE_CONTROL_KEEP_NL_RE = re.compile(r"[\t\v\f\r\x85\u2028\u2029]")
+
+
+def terminal_safe(text: str, *, keep_newlines: bool = False) -> str:
+    """`text` for a terminal: control characters dropped, other line breaks and tabs spaces."""
+    spaces = _LINE_CONTROL_KEEP_NL_RE if keep_newlines else _LINE_CONTROL_RE
+    return _CONTROL_RE.sub("", spaces.sub(" ", text))

@@ -22,7 +22,7 @@ from pipeline.csvfile import SafeCsvWriter
 from pipeline.errors import InputError
 from pipeline.rundir import Paper
 from pipeline.taxonomy import Taxonomy
-from pipeline.text import normalize_ws
+from pipeline.text import normalize_ws, terminal_safe
 
 SORT_KEYS = ("claims", "title", "id", "tag")
 _TERM = re.compile(r'"([^"]*)"|(\S+)')
@@ -221,7 +221,8 @@ def format_csv(papers: Iterable[Paper], taxonomy: Taxonomy | None = None) -> Ite
 
 
 def _clip(text: str, width: int) -> str:
-    text = normalize_ws(text)
+    # A table cell goes to a terminal: no escape sequence from a title may reach it.
+    text = normalize_ws(terminal_safe(text))
     return text if len(text) <= width else text[: max(width - 1, 0)] + "\u2026"
 
 
@@ -243,5 +244,6 @@ def format_table(papers: list[Paper], taxonomy: Taxonomy | None = None, width: i
         text = p.title or p.tldr or p.abstract
         if p.failed:
             text = f"[failed: {', '.join(sorted(p.failed))}] {text}"
-        lines.append(f"{p.id:16}  {claims:>6}  {_clip(tags, tag_w):{tag_w}}  {_clip(text, rest)}")
+        row_id = _clip(p.id, max(16, len(p.id)))
+        lines.append(f"{row_id:16}  {claims:>6}  {_clip(tags, tag_w):{tag_w}}  {_clip(text, rest)}")
     return "\n".join(lines)

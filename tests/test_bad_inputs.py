@@ -5,12 +5,16 @@
 | empty / whitespace-only file       | exit 2, one message naming the file, nothing written        |
 | binary file (NUL bytes), .pdf      | exit 2, one message naming the file, nothing written        |
 | Latin-1 (not UTF-8) file           | read as cp1252 with a warning naming the file; text intact  |
+| UTF-8 file with one invalid byte   | only that byte becomes U+FFFD; a warning names the line     |
 | a 1 MB "abstract", offline backend | processed in seconds like any other abstract                |
 | a 1 MB "abstract", openai backend  | the endpoint's context-length 400 -> error record of kind   |
 |                                    | `context_length` for that abstract only; the run goes on    |
 | 10k copies of one abstract         | one record with 10k sources, one backend call per stage     |
 | prompt injection, HTML/script tags,| end to end ok and grounded; the abstract travels as         |
 | Chinese text, math symbols         | delimited data in the user message, never in the system one |
+
+The other rows of README's table (malformed JSONL/CSV, symlinks, FIFOs, unwritable
+folders, full disks, poisoned caches) are in tests/test_hardening_*.py.
 """
 
 from __future__ import annotations
@@ -136,6 +140,25 @@ def test_latin1_file_is_read_with_a_warning(tmp_path, caplog):
     records = read_jsonl(tmp_path / "run" / "summaries.jsonl")
     assert records[0]["abstract"] == text  # é, ï, ü decoded, not replaced
     assert len(records) == 3
+
+
+def test_one_invalid_byte_in_a_utf8_file_is_replaced_alone(tmp_path, caplog):
+    text = (
+        "We présent Café-Net, a naïve but effective résumé parser for Zürich job ads. "
+        "Café-Net improves F1 by 4.5 points over the rule-based système on our corpus."
+    )
+    broken = b"A second abstract with one stray byte \xe9 here. It improves recall by 2 points."
+    path = tmp_path / "mostly-utf8.txt"
+    path.write_bytes(text.encode("utf-8") + b"\n\n" + broken + b"\n")
+    with caplog.at_level(logging.WARNING):
+        result = digest(tmp_path, path)
+    assert result.exit_code == 0, result.output
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any(str(path) in w and "invalid UTF-8 on 1 line(s) (3)" in w for w in warnings)
+    records = read_jsonl(tmp_path / "run" / "summaries.jsonl")
+    assert records[0]["abstract"] == text  # not "RÃ©sumÃ©": no mojibake, the same id
+    assert records[1]["abstract"] == broken.decode("utf-8", "replace")
+    assert "\ufffd" in records[1]["abstract"]
 
 
 def one_mb_abstract() -> str:

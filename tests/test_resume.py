@@ -128,8 +128,9 @@ def inputs(tmp_path) -> tuple[Path, list[str]]:
 def test_sigkill_at_three_points_then_resume_equals_a_clean_run(tmp_path, inputs, start):
     path, _ = inputs
     server_config = ServerConfig(latency=0.02, seed=3)
-    # One server for the clean run and the killed ones: the endpoint is part of every cache
-    # key and provenance, so both runs must talk to the same one to be comparable.
+    cache_dir, run_dir = tmp_path / "cache", tmp_path / "run"
+    total = N * len(STAGES)
+    # One server for the clean run and the killed ones: the endpoint is in every cache key.
     with OpenAIServer(server_config, answer_fn=answer) as server:
         settings = load_settings(
             None,
@@ -143,7 +144,7 @@ def test_sigkill_at_three_points_then_resume_equals_a_clean_run(tmp_path, inputs
         clean = run_paths(settings, [path])
         assert manifest_dict(clean)["status"] == "ok"
         clean_requests = server.stats()["requests"]
-        assert clean_requests == N * len(STAGES)
+        assert clean_requests == total
         clean_records = read_jsonl(tmp_path / "clean" / "summaries.jsonl")
         # Pipeline cache key -> the server's key of the same (stage, abstract).
         server_key = {
@@ -151,10 +152,7 @@ def test_sigkill_at_three_points_then_resume_equals_a_clean_run(tmp_path, inputs
             for record in clean_records
             for name, stage in record["stages"].items()
         }
-        assert len(server_key) == N * len(STAGES)
-
-        cache_dir, run_dir = tmp_path / "cache", tmp_path / "run"
-        total = N * len(STAGES)
+        assert len(server_key) == total
 
         def assert_not_asked_again(cached: dict[str, set[str]], before: Counter) -> None:
             after = Counter(server.stats()["by_key"])
@@ -169,11 +167,14 @@ def test_sigkill_at_three_points_then_resume_equals_a_clean_run(tmp_path, inputs
         args = digest_args(path, run_dir, cache_dir, server.base_url)
         proc = start(args, tmp_path)
         previous = None
+        left_tmp: list[bool] = []
         for kill_at in (total // 10, total // 2, total * 9 // 10):
             wait_for_lines(proc, cache_dir, kill_at)
             proc.send_signal(signal.SIGKILL)
             proc.wait(10)
             assert proc.returncode == -signal.SIGKILL
+            # Killed while report.html was being written: its temporary file is left ...
+            left_tmp.append(bool(list(run_dir.glob(".report.html.*.tmp"))))
             time.sleep(0.1)  # let the server count anything the dead process had sent
             if previous is not None:
                 assert_not_asked_again(*previous)
@@ -183,14 +184,17 @@ def test_sigkill_at_three_points_then_resume_equals_a_clean_run(tmp_path, inputs
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 0, err
         assert_not_asked_again(*previous)
-        resumed_requests = server.stats()["requests"] - clean_requests
+        requests = server.stats()["requests"] - clean_requests
 
+    # ... and the resumed run that finished removed every one of them.
+    assert any(left_tmp)
+    assert sorted(p.name for p in run_dir.iterdir() if p.name.startswith(".")) == []
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "ok"
     hits = sum(s["cache_hits"] for s in manifest["counts"]["stages"].values())
     assert hits >= total * 9 // 10
     # Work lost to the kills is at most what was in flight (max_concurrency per kill).
-    assert total <= resumed_requests <= total + 3 * CONCURRENCY
+    assert total <= requests <= total + 3 * CONCURRENCY
     assert without_timing(read_jsonl(run_dir / "summaries.jsonl")) == without_timing(clean_records)
     assert read_jsonl(run_dir / "errors.jsonl") == []
 

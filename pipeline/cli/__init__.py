@@ -17,6 +17,7 @@ from pipeline import __version__
 from pipeline.config import ENV_API_KEY
 from pipeline.errors import PipelineError
 from pipeline.logs import setup_logging
+from pipeline.text import terminal_safe
 
 # Each module registers its subcommands on `main` when imported.
 COMMAND_MODULES = ["run", "evaluate", "report", "triage", "assign"]
@@ -27,7 +28,7 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except PipelineError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {terminal_safe(str(exc), keep_newlines=True)}", err=True)
             sys.exit(exc.exit_code)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)

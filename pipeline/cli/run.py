@@ -14,6 +14,8 @@ from pipeline.ingest import read_inputs
 from pipeline.job import load_project_taxonomy, new_run_dir, run_job
 from pipeline.pricing import cost_line
 from pipeline.rundir import ERRORS, SUMMARIES
+from pipeline.rundir.writer import ensure_writable_dir
+from pipeline.text import terminal_safe
 
 
 @main.command("run")
@@ -31,29 +33,44 @@ from pipeline.rundir import ERRORS, SUMMARIES
     help="Print the requests a run would send (cached results skipped), estimated tokens "
     "and cost; send nothing, write nothing.",
 )
+@click.option(
+    "--follow-symlinks",
+    is_flag=True,
+    help="Read symlinks under an input folder even when they lead out of it.",
+)
 @run_options
 def run_command(
-    paths: tuple[Path, ...], config_path: Path | None, no_progress: bool, dry_run: bool, **flags
+    paths: tuple[Path, ...],
+    config_path: Path | None,
+    no_progress: bool,
+    dry_run: bool,
+    follow_symlinks: bool,
+    **flags,
 ) -> None:
     """Summarize the abstracts in PATHS (.txt, .jsonl, .csv files or directories).
 
     Writes summaries.jsonl, errors.jsonl, summaries.csv, manifest.json and report.html into
     the run folder. Exit code 0 when every stage of every abstract is ok, 1 when some
-    failed (all files still written), 2 for bad input/config, 3 when the endpoint refuses
-    the run, 130 when interrupted (rerun the same command to resume from the cache).
+    failed (all files still written), 2 for bad input/config or a folder that cannot be
+    written, 3 when the endpoint refuses the run, 130 when interrupted (rerun the same
+    command to resume from the cache).
     """
     from pipeline.report import HtmlReportSink
 
     settings = settings_from_flags(config_path, no_progress, flags)
-    click.echo(describe_backend(settings), err=True)
-    ingest = read_inputs(list(paths), stream=True)
+    say(describe_backend(settings), err=True)
+    run_dir = new_run_dir(settings)
     if dry_run:
         from pipeline.plan import describe, plan_run
 
+        ingest = read_inputs(list(paths), stream=True, follow_symlinks=follow_symlinks)
         for line in describe(plan_run(settings, ingest)):
-            click.echo(line)
+            say(line)
         return
-    run_dir = new_run_dir(settings)
+    # Before any work: a folder that cannot be written is one message, not a traceback later.
+    ensure_writable_dir(settings.cache_dir, "cache folder")
+    ensure_writable_dir(run_dir, "run folder")
+    ingest = read_inputs(list(paths), stream=True, follow_symlinks=follow_symlinks, out_dir=run_dir)
     report = HtmlReportSink(
         run_dir / "report.html",
         load_project_taxonomy(settings),
@@ -64,7 +81,7 @@ def run_command(
             settings,
             ingest,
             run_dir,
-            progress=BarProgress(settings.price) if settings.progress else None,
+            progress=BarProgress() if settings.progress else None,
             sinks=[report],
         )
     except RunInterrupted as exc:
@@ -73,29 +90,32 @@ def run_command(
             "rerun the same command to resume"
         ) from None
     counts = result.manifest.counts
-    click.echo(
+    say(
         f"{counts.unique} abstracts ({counts.inputs} inputs, {counts.duplicates} duplicates) "
         f"in {result.manifest.elapsed_s:.1f}s"
     )
     for name, s in counts.stages.items():
         dropped = f"  dropped claims {s.dropped}" if s.dropped else ""
-        click.echo(
-            f"  {name:<7} ok {s.ok:>6}  failed {s.failed:>5}  cached {s.cache_hits:>6}{dropped}"
-        )
+        say(f"  {name:<7} ok {s.ok:>6}  failed {s.failed:>5}  cached {s.cache_hits:>6}{dropped}")
     tokens = result.manifest.tokens
     if settings.resolved_provider != "offline":
-        click.echo(
+        say(
             cost_line(
                 result.manifest.model, settings.price, tokens.input, tokens.cached, tokens.output
             )
         )
-    click.echo(f"results: {result.run_dir / SUMMARIES}")
-    click.echo(f"report:  {report.path}")
+    say(f"results: {result.run_dir / SUMMARIES}")
+    say(f"report:  {report.path}")
     failed = result.stats.failed_stages
     if failed:
-        click.echo(
+        say(
             f"{failed} stage result(s) failed in {result.stats.records_failed} abstract(s); "
             f"see {result.run_dir / ERRORS}",
             err=True,
         )
         raise SystemExit(1)
+
+
+def say(line: str, *, err: bool = False) -> None:
+    """One line of the run summary, with nothing in it that a terminal would execute."""
+    click.echo(terminal_safe(line), err=err)

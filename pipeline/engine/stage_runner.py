@@ -273,10 +273,15 @@ class StageRunner:
         self, stage: Stage, abstract: Abstract, key: str
     ) -> tuple[StageResult, list[Dropped]] | None:
         """The cached result of one stage, validated like a fresh answer, and the items its
-        answer dropped; None on a miss."""
+        answer dropped; None on a miss.
+
+        A record that fails (wrong shape, ungrounded output) is warned about once and
+        forgotten, so the fresh answer that replaces it is what later lookups and runs see.
+        """
         if self.force:
             return None
-        hit = self.cache.stages[stage.name].get(key)
+        stage_cache = self.cache.stages[stage.name]
+        hit = stage_cache.get(key)
         if hit is None:
             return None
         try:
@@ -284,12 +289,13 @@ class StageRunner:
             provenance = Provenance.model_validate({**hit["provenance"], "cached": True})
             dropped = [Dropped(**d) for d in hit.get("dropped", ())]
         except (OutputValidationError, ValueError, KeyError, TypeError) as exc:
+            stage_cache.discard(key)
             log.warning(
                 "%s: cached %s output for %s failed validation (%s); asking again",
-                self.cache.stages[stage.name].path,
+                stage_cache.path,
                 stage.name,
                 abstract.id,
-                exc,
+                str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__,
             )
             return None
         return StageResult(status="ok", output=output, provenance=provenance), dropped

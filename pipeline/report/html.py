@@ -14,6 +14,7 @@ stays fast at 10k papers; filters, sort and page live in the URL hash.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import html
 import json
@@ -27,8 +28,10 @@ from importlib.resources import files
 from pathlib import Path
 from typing import IO, Any
 
+from pipeline.errors import StorageError
 from pipeline.report.protocol import SORTS, report_paper
 from pipeline.rundir import Manifest, Paper, RunReader, SummaryRecord
+from pipeline.rundir.writer import remove_stale_tmp
 from pipeline.stages import stage_names
 from pipeline.taxonomy import Taxonomy
 from pipeline.triage import sort_key
@@ -173,7 +176,9 @@ class HtmlReportSink:
     """Writes RUN_DIR/report.html from the records of a run as they come (a RecordSink).
 
     The page goes to a temporary file, opened at the first record, and replaces `path` only
-    when it is complete: a killed run never leaves half a page behind.
+    when it is complete: a killed run never leaves half a page behind, and the temporary
+    file a killed run did leave (its pid no longer runs) is deleted when the next page is
+    written there. A failed write (disk full) is a StorageError and the page is dropped.
     """
 
     def __init__(self, path: Path, taxonomy: Taxonomy | None, *, title: str) -> None:
@@ -183,32 +188,46 @@ class HtmlReportSink:
         self._tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         self._fh: IO[str] | None = None
         self._page: HtmlPageWriter | None = None
+        self._failed = False
 
     def _open(self) -> HtmlPageWriter:
         if self._page is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            remove_stale_tmp(self.path.parent, self.path.name)
             self._fh = self._tmp.open("w", encoding="utf-8", newline="\n")
             self._page = HtmlPageWriter(self._fh, self.taxonomy, title=self.title)
         return self._page
 
     def add(self, record: SummaryRecord) -> None:
         """One record's paper."""
-        self._open().add(Paper.from_record(record))
+        if self._failed:
+            return
+        try:
+            self._open().add(Paper.from_record(record))
+        except OSError as exc:
+            self._failed = True
+            raise StorageError.from_os_error(self._tmp, exc) from exc
 
     def abort(self) -> None:
         """Drop the half-written page (its temporary file)."""
         if self._fh is not None:
-            self._fh.close()
+            with contextlib.suppress(OSError):
+                self._fh.close()
         self._tmp.unlink(missing_ok=True)
 
     def finish(self, manifest: Manifest | None) -> None:
         """Close the page and move it into place atomically."""
         try:
+            if self._failed:
+                return
             page = self._open()
             page.finish(info=run_info(manifest), incomplete=incomplete_reason(manifest))
             assert self._fh is not None
             self._fh.close()
             os.replace(self._tmp, self.path)
+        except OSError as exc:
+            self._failed = True
+            raise StorageError.from_os_error(self.path, exc) from exc
         finally:
             self.abort()
 

@@ -162,6 +162,9 @@ class Manifest(BaseModel):
     transport_retries: int = 0
     rate_limit_pauses: int = 0
     skipped_inputs: list[str] = Field(default_factory=list)
+    # Files under the input folders that were not read, each with why (unsupported type,
+    # not a regular file, a symlink out of the folder); at most the first 100.
+    ignored_files: list[str] = Field(default_factory=list)
     schema_version: int
     prompts: dict[str, str]
     taxonomy: TaxonomyRef

@@ -10,9 +10,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from pipeline.schemas import GroundingError, context_abstract
 from pipeline.stages.base import StageSpec
 from pipeline.taxonomy import Taxonomy
-from pipeline.text import abstract_numbers, normalize_ws, numbers_in, split_sentences
+from pipeline.text import (
+    NUMBER_RE,
+    abstract_numbers,
+    normalize_ws,
+    numbers_in,
+    split_sentences,
+)
 
 TLDR_MAX_WORDS = 35
+# 35 words rarely pass 300 characters (the offline extractor caps itself at 320); the limit
+# stops one giant "word" (a 10 MB token) that the word count cannot see.
+TLDR_MAX_CHARS = 400
 
 
 class TldrOutput(BaseModel):
@@ -27,6 +36,19 @@ class TldrOutput(BaseModel):
         value = normalize_ws(value)
         if not value:
             raise ValueError("tldr is empty")
+        if len(value) > TLDR_MAX_CHARS:
+            # A number copied from the abstract is bounded by the abstract: it does not count
+            # (an abstract that is one 5000-digit number still gets its TL;DR).
+            known = abstract_numbers(context_abstract(info) or "")
+            copied = sum(
+                len(m.group(0))
+                for m in NUMBER_RE.finditer(value)
+                if m.group(0).replace(",", "") in known
+            )
+            if len(value) - copied > TLDR_MAX_CHARS:
+                raise ValueError(
+                    f"tldr has {len(value)} characters; at most {TLDR_MAX_CHARS} allowed"
+                )
         words = value.split()
         if len(words) > TLDR_MAX_WORDS:
             raise ValueError(f"tldr has {len(words)} words; at most {TLDR_MAX_WORDS} allowed")
