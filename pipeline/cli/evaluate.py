@@ -13,10 +13,17 @@ import click
 
 from pipeline.cli import main
 from pipeline.cli.options import describe_backend, run_options, settings_from_flags
+from pipeline.config import Settings
+from pipeline.rundir.writer import ensure_writable_dir
+from pipeline.text import terminal_safe
 
 
-def _eval_dir(out: Path | None, task: str) -> Path:
-    return out or Path("outputs") / f"eval-{task}-{datetime.now():%Y%m%d-%H%M%S}"
+def _eval_dir(out: Path | None, task: str, settings: Settings) -> Path:
+    """The evaluation's folder; it and the cache folder are checked writable before any work."""
+    folder = out or Path("outputs") / f"eval-{task}-{datetime.now():%Y%m%d-%H%M%S}"
+    ensure_writable_dir(settings.cache_dir, "cache folder")
+    ensure_writable_dir(folder, "evaluation folder")
+    return folder
 
 
 @main.group("eval")
@@ -41,7 +48,7 @@ def eval_tldr(
     click.echo(describe_backend(settings), err=True)
     from pipeline.evaluation.tasks import evaluate_tldr
 
-    out = _eval_dir(out, "tldr")
+    out = _eval_dir(out, "tldr", settings)
     result = evaluate_tldr(settings, path, out, limit=limit)
     _finish(result, out)
 
@@ -65,7 +72,7 @@ def eval_claims(
     click.echo(describe_backend(settings), err=True)
     from pipeline.evaluation.tasks import evaluate_claims
 
-    out = _eval_dir(out, "claims")
+    out = _eval_dir(out, "claims", settings)
     _finish(evaluate_claims(settings, list(gold), out), out)
 
 
@@ -84,7 +91,7 @@ def eval_tags(gold: Path, out: Path | None, config_path, no_progress, **flags) -
     click.echo(describe_backend(settings), err=True)
     from pipeline.evaluation.tasks import evaluate_tags
 
-    out = _eval_dir(out, "tags")
+    out = _eval_dir(out, "tags", settings)
     _finish(evaluate_tags(settings, gold, out), out)
 
 
@@ -108,5 +115,5 @@ def _finish(result: dict, out: Path) -> None:
     from pipeline.evaluation.tasks import markdown, write_result
 
     json_path, _ = write_result(result, out)
-    click.echo(markdown(result))
-    click.echo(f"written: {json_path} (and eval.md)")
+    click.echo(terminal_safe(markdown(result), keep_newlines=True))
+    click.echo(terminal_safe(f"written: {json_path} (and eval.md)"))

@@ -7,15 +7,9 @@ The SciTLDR gold sets (``claims_gold_dev.jsonl``, ``claims_gold_train.jsonl``; s
 ``tests/data/GOLD.md``) have ``source == "scitldr-<split>#<paper_id>"`` and claims that also
 carry ``comparison``, ``statement`` and ``metric_ok`` (other acceptable metric names).
 
-Annotation guideline used for the gold set: a claim is a result the paper reports, i.e. a
-measured value (score, gain, share of cases, speedup, cost ratio) or an evaluative
-statement (outperforms / matches / improves / reduces / state of the art / correlates with).
-Method descriptions, setup counts (datasets, models, parameters), background, prior work,
-theorems and convergence rates, purely descriptive mechanistic findings and closing
-restatements of an earlier claim are not claims. One claim per distinct result: a list of
-per-dataset numbers is one claim per number; "X, achieving Y%" is one claim; "X while
-maintaining Y" is one claim. For "from A to B" the value is B. Evidence is the tight clause
-that carries the result, copied verbatim.
+What counts as a claim is the project's one written definition, ``prompts/claimed_result.md``
+(the claims prompt quotes it); ``tests/data/GOLD.md`` adds the labelling rules for the cases
+the definition leaves open and how each gold set was sampled.
 
 Matching rule: a predicted claim matches a gold claim of the same abstract when
 
