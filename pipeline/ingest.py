@@ -17,12 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from pipeline import ingest_formats
 from pipeline.errors import InputError
+from pipeline.ingest_formats import PaperRef
 from pipeline.text import text_hash
 
 log = logging.getLogger(__name__)
 
-SUPPORTED_SUFFIXES = (".txt", ".jsonl", ".csv")
+SUPPORTED_SUFFIXES = (".txt", ".jsonl", ".csv", *ingest_formats.SUFFIXES)
 _BLANK_LINE = re.compile(r"[ \t]*")
 csv.field_size_limit(64 * 1024 * 1024)
 
@@ -34,6 +36,7 @@ class Source:
     file: str
     position: int
     paper_id: str | None = None
+    ref: PaperRef | None = None  # the user's identity of the paper (ingest_formats)
 
 
 @dataclass(slots=True)
@@ -166,7 +169,7 @@ def _check_text_file(path: Path, encoding: str) -> None:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
-def _txt_rows(path: Path, f: TextIO) -> Iterator[tuple[str, str | None, str | None]]:
+def _txt_rows(path: Path, f: TextIO) -> Iterator[tuple[str, str | None, PaperRef | None]]:
     # Paragraphs are separated by lines holding only spaces/tabs (r"\n[ \t]*\n").
     first = True
     for paragraph in _paragraphs(f):
@@ -192,7 +195,7 @@ def _paragraphs(f: TextIO) -> Iterator[str]:
         yield paragraph
 
 
-def _jsonl_rows(path: Path, f: TextIO) -> Iterator[tuple[str, str | None, str | None]]:
+def _jsonl_rows(path: Path, f: TextIO) -> Iterator[tuple[str, str | None, PaperRef | None]]:
     lineno = 0
     for chunk in f:
         # The same line boundaries as str.splitlines() on the whole file (VT, FF, U+2028, ...).
@@ -201,7 +204,7 @@ def _jsonl_rows(path: Path, f: TextIO) -> Iterator[tuple[str, str | None, str | 
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = ingest_formats.canonical_row(json.loads(line))
             except json.JSONDecodeError as exc:
                 raise InputError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
             if not isinstance(row, dict) or "abstract" not in row:
@@ -209,7 +212,7 @@ def _jsonl_rows(path: Path, f: TextIO) -> Iterator[tuple[str, str | None, str | 
             yield _row_fields(row)
 
 
-def _csv_rows(path: Path, f: TextIO) -> Iterator[tuple[str, str | None, str | None]]:
+def _csv_rows(path: Path, f: TextIO) -> Iterator[tuple[str, str | None, PaperRef | None]]:
     reader = csv.DictReader(f)
     if not reader.fieldnames or "abstract" not in [f.strip().lower() for f in reader.fieldnames]:
         raise InputError(f"{path}: CSV needs an 'abstract' column (found: {reader.fieldnames})")
@@ -217,18 +220,12 @@ def _csv_rows(path: Path, f: TextIO) -> Iterator[tuple[str, str | None, str | No
         yield _row_fields({(k or "").strip().lower(): v for k, v in row.items()})
 
 
-def _row_fields(row: dict) -> tuple[str, str | None, str | None]:
-    abstract = row.get("abstract")
-    title = row.get("title")
-    paper_id = row.get("id")
-    return (
-        abstract if isinstance(abstract, str) else "",
-        str(title) if title not in (None, "") else None,
-        str(paper_id) if paper_id not in (None, "") else None,
-    )
+def _row_fields(row: dict) -> tuple[str, str | None, PaperRef | None]:
+    # OpenReview notes, column-name aliases and the user's identity: ingest_formats.
+    return ingest_formats.row_fields(row)
 
 
-_READERS = {".txt": _txt_rows, ".jsonl": _jsonl_rows, ".csv": _csv_rows}
+_READERS = {".txt": _txt_rows, ".jsonl": _jsonl_rows, ".csv": _csv_rows, **ingest_formats.READERS}
 
 
 def expand_paths(paths: Iterable[Path]) -> list[Path]:
@@ -273,9 +270,10 @@ def read_inputs(paths: Iterable[Path], *, stream: bool = False) -> IngestResult:
         for position in file_skipped:
             skipped.append(f"{path}#{position}: empty abstract")
             log.warning("%s#%d: empty abstract skipped", path, position)
-        for position, abstract_id, title, paper_id, fingerprint in rows:
+        for position, abstract_id, title, ref, fingerprint in rows:
             n_inputs += 1
-            source = Source(file=str(path), position=position, paper_id=paper_id)
+            paper_id = ref.id if ref else None
+            source = Source(file=str(path), position=position, paper_id=paper_id, ref=ref)
             entry = by_id.get(abstract_id)
             if entry is None:
                 entry = by_id[abstract_id] = _Entry(abstract_id, title, source, fingerprint)
@@ -291,7 +289,7 @@ def read_inputs(paths: Iterable[Path], *, stream: bool = False) -> IngestResult:
     )
 
 
-_Row = tuple[int, str, str | None, str | None, int]  # position, id, title, paper_id, fingerprint
+_Row = tuple[int, str, str | None, PaperRef | None, int]  # position, id, title, ref, fingerprint
 
 
 def _scan_file(path: Path) -> tuple[_ScannedFile, list[_Row], list[int]]:
@@ -309,13 +307,13 @@ def _scan_file_as(path: Path, encoding: str) -> tuple[_ScannedFile, list[_Row], 
     skipped: list[int] = []  # positions of empty abstracts
     try:
         with _open_text(path, encoding) as f:
-            for position, (text, title, paper_id) in enumerate(
+            for position, (text, title, ref) in enumerate(
                 _READERS[path.suffix.lower()](path, f), 1
             ):
                 if not text.strip():  # same test as an empty normalize_ws(text)
                     skipped.append(position)
                     continue
-                rows.append((position, text_hash(text), title, paper_id, hash(text)))
+                rows.append((position, text_hash(text), title, ref, hash(text)))
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
     if not rows:
