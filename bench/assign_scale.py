@@ -210,7 +210,7 @@ def gap(
         rounds = res.pruning.rounds if res.pruning else 1
         widened = f" ({rounds} rounds)" if rounds > 1 else ""
         print(
-            f"| top {k}{widened} | {n_arcs} | {res.total_affinity:.2f} | {100 * g:.3f}% | "
+            f"| top {k}{widened} | {n_arcs} | {res.total_affinity:.2f} | {100 * g:.4f}% | "
             f"{wall:.1f} | {cpu:.1f} |"
         )
 

@@ -140,7 +140,10 @@ def render_markdown(
         out.append(f"| {md_escape(heading, cell=True)} | {len(members)} |")
     for heading, tag, members in parts:
         out += ["", f"## {md_escape(heading)} ({len(members)})", ""]
-        for p in sort_papers(members, "claims"):
+        ordered = sort_papers(members, "claims")
+        if tag is None:  # a merged section: papers of one primary tag together
+            ordered.sort(key=lambda p: tag_label(taxonomy, p.tags[0]).lower())
+        for p in ordered:
             out += _md_paper(p, taxonomy, tag, forum)
     return "\n".join(out) + "\n"
 
