@@ -27,12 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from pipeline import ingest_formats
 from pipeline.errors import InputError
+from pipeline.ingest_formats import PaperRef
 from pipeline.text import text_hash
 
 log = logging.getLogger(__name__)
 
-SUPPORTED_SUFFIXES = (".txt", ".jsonl", ".csv")
+SUPPORTED_SUFFIXES = (".txt", ".jsonl", ".csv", *ingest_formats.SUFFIXES)
 _BLANK_LINE = re.compile(r"[ \t]*")
 CSV_FIELD_LIMIT = 64 * 1024 * 1024
 csv.field_size_limit(CSV_FIELD_LIMIT)
@@ -46,6 +48,7 @@ class Source:
     file: str
     position: int
     paper_id: str | None = None
+    ref: PaperRef | None = None  # the user's identity of the paper (ingest_formats)
 
 
 @dataclass(slots=True)
@@ -267,7 +270,7 @@ class _BadLines:
         return ", ".join(map(str, self.lines[:-1])) + f", ..., {self.lines[-1]}"
 
 
-def _txt_rows(path: Path, f: TextIO) -> Iterator[tuple[str, str | None, str | None]]:
+def _txt_rows(path: Path, f: TextIO) -> Iterator[tuple[str, str | None, PaperRef | None]]:
     # Paragraphs are separated by lines holding only spaces/tabs (r"\n[ \t]*\n").
     first = True
     for paragraph in _paragraphs(f):
@@ -293,13 +296,13 @@ def _paragraphs(f: TextIO) -> Iterator[str]:
         yield paragraph
 
 
-def _jsonl_rows(path: Path, f: TextIO) -> Iterator[tuple[str, str | None, str | None]]:
+def _jsonl_rows(path: Path, f: TextIO) -> Iterator[tuple[str, str | None, PaperRef | None]]:
     # `f` splits on \n only (see _NEWLINE), like every other JSON Lines reader here.
     for lineno, line in enumerate(f, 1):
         if not line.strip(" \t\r\n"):
             continue
         try:
-            row = json.loads(line)
+            row = ingest_formats.canonical_row(json.loads(line))
         except json.JSONDecodeError as exc:
             raise InputError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
         except RecursionError as exc:
@@ -325,7 +328,7 @@ def _json_type(value: object) -> str:
     return "a list" if isinstance(value, list) else "an object"
 
 
-def _csv_rows(path: Path, f: TextIO) -> Iterator[tuple[str, str | None, str | None]]:
+def _csv_rows(path: Path, f: TextIO) -> Iterator[tuple[str, str | None, PaperRef | None]]:
     reader = csv.DictReader(f)
     try:
         fieldnames = reader.fieldnames
@@ -338,18 +341,12 @@ def _csv_rows(path: Path, f: TextIO) -> Iterator[tuple[str, str | None, str | No
         raise InputError(f"{path}:{reader.line_num}: invalid CSV ({exc}){limit}") from exc
 
 
-def _row_fields(row: dict) -> tuple[str, str | None, str | None]:
-    abstract = row.get("abstract")
-    title = row.get("title")
-    paper_id = row.get("id")
-    return (
-        abstract if isinstance(abstract, str) else "",
-        str(title) if title not in (None, "") else None,
-        str(paper_id) if paper_id not in (None, "") else None,
-    )
+def _row_fields(row: dict) -> tuple[str, str | None, PaperRef | None]:
+    # OpenReview notes, column-name aliases and the user's identity: ingest_formats.
+    return ingest_formats.row_fields(row)
 
 
-_READERS = {".txt": _txt_rows, ".jsonl": _jsonl_rows, ".csv": _csv_rows}
+_READERS = {".txt": _txt_rows, ".jsonl": _jsonl_rows, ".csv": _csv_rows, **ingest_formats.READERS}
 
 
 @dataclass(slots=True)
@@ -503,9 +500,10 @@ def read_inputs(
         for position in file_skipped:
             skipped.append(f"{path}#{position}: empty abstract")
             log.warning("%s#%d: empty abstract skipped", path, position)
-        for position, abstract_id, title, paper_id, fingerprint in rows:
+        for position, abstract_id, title, ref, fingerprint in rows:
             n_inputs += 1
-            source = Source(file=str(path), position=position, paper_id=paper_id)
+            paper_id = ref.id if ref else None
+            source = Source(file=str(path), position=position, paper_id=paper_id, ref=ref)
             entry = by_id.get(abstract_id)
             if entry is None:
                 entry = by_id[abstract_id] = _Entry(abstract_id, title, source, fingerprint)
@@ -535,7 +533,7 @@ def _refuse_inputs_inside(files: list[Path], out_dir: Path) -> None:
             )
 
 
-_Row = tuple[int, str, str | None, str | None, int]  # position, id, title, paper_id, fingerprint
+_Row = tuple[int, str, str | None, PaperRef | None, int]  # position, id, title, ref, fingerprint
 
 
 def _scan_file(path: Path) -> tuple[_ScannedFile, list[_Row], list[int]]:
@@ -545,13 +543,13 @@ def _scan_file(path: Path) -> tuple[_ScannedFile, list[_Row], list[int]]:
     skipped: list[int] = []  # positions of empty abstracts
     try:
         with _open_text(path, encoding) as f:
-            for position, (text, title, paper_id) in enumerate(
+            for position, (text, title, ref) in enumerate(
                 _READERS[path.suffix.lower()](path, f), 1
             ):
                 if not text.strip():  # same test as an empty normalize_ws(text)
                     skipped.append(position)
                     continue
-                rows.append((position, text_hash(text), title, paper_id, hash(text)))
+                rows.append((position, text_hash(text), title, ref, hash(text)))
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
     if not rows:

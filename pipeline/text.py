@@ -100,6 +100,8 @@ def display_text(text: str) -> str:
 # C0 and C1 control characters and DEL (ESC starts terminal escape sequences, BEL ends OSC
 # ones; U+009B is an 8-bit CSI) and the bidirectional overrides/isolates that reorder text.
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f\u202a-\u202e\u2066-\u2069]")
+# Whole ESC sequences (CSI, OSC), so no parameter text is left behind when ESC is dropped.
+_ESCAPE_SEQUENCE_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
 _LINE_CONTROL_RE = re.compile(r"[\t\n\v\f\r\x85\u2028\u2029]")
 _LINE_CONTROL_KEEP_NL_RE = re.compile(r"[\t\v\f\r\x85\u2028\u2029]")
 
@@ -107,4 +109,6 @@ _LINE_CONTROL_KEEP_NL_RE = re.compile(r"[\t\v\f\r\x85\u2028\u2029]")
 def terminal_safe(text: str, *, keep_newlines: bool = False) -> str:
     """`text` for a terminal: control characters dropped, other line breaks and tabs spaces."""
     spaces = _LINE_CONTROL_KEEP_NL_RE if keep_newlines else _LINE_CONTROL_RE
+    if "\x1b" in text:
+        text = _ESCAPE_SEQUENCE_RE.sub("", text)
     return _CONTROL_RE.sub("", spaces.sub(" ", text))

@@ -6,6 +6,9 @@ and its rank under every sort order from here (pipeline/report/protocol.py), so 
 
 Text search: the query is split into terms; a paper matches when every term occurs in its
 search text (case-insensitive, whitespace-normalized). A "double-quoted phrase" is one term.
+
+Every row and table leads with the user's identity of a paper (their id or submission
+number, and the title); `id` stays the content hash, the stable key.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from pipeline.csvfile import SafeCsvWriter
 from pipeline.errors import InputError
@@ -26,6 +30,47 @@ from pipeline.text import normalize_ws, terminal_safe
 
 SORT_KEYS = ("claims", "title", "id", "tag")
 _TERM = re.compile(r'"([^"]*)"|(\S+)')
+# Forum links: {id} is the paper's OpenReview forum id (only papers that have one get a link).
+DEFAULT_FORUM_URL = "https://openreview.net/forum?id={id}"
+_DIGITS = re.compile(r"(\d+)")
+
+
+def check_forum_url(template: str) -> str:
+    """The forum URL template when it is usable ('' turns links off); else an InputError."""
+    if template == "":
+        return template
+    if not re.match(r"https?://", template) or "{id}" not in template:
+        raise InputError(
+            f"forum URL template {template!r} must start with http:// or https:// and "
+            "contain {id}, e.g. " + DEFAULT_FORUM_URL
+        )
+    try:
+        template.format(id="x", number="1")
+    except (KeyError, IndexError, ValueError) as exc:
+        raise InputError(f"forum URL template {template!r}: {exc}") from exc
+    return template
+
+
+def forum_url(paper: Paper, template: str = DEFAULT_FORUM_URL) -> str | None:
+    """The paper's forum link from the template, or None (no forum id, or links turned off)."""
+    if not template or not paper.forum:
+        return None
+    return template.format(
+        id=quote(paper.forum, safe=""), number=quote(paper.number or "", safe="")
+    )
+
+
+def lead_text(paper: Paper) -> str:
+    """What names a paper in a view: its title, else its TL;DR (never a background sentence)."""
+    return paper.title or paper.tldr or f"Untitled paper {paper.ref}"
+
+
+def paper_keys(paper: Paper) -> list[str]:
+    """Every id a chair may name the paper by (lowercased): hash, their ids, number, #number."""
+    keys = [paper.id, *paper.paper_ids]
+    if paper.number:
+        keys += [paper.number, f"#{paper.number}"]
+    return list(dict.fromkeys(k.strip().lower() for k in keys if k.strip()))
 
 
 def tag_label(taxonomy: Taxonomy | None, tag_id: str) -> str:
@@ -73,16 +118,30 @@ class Query:
     metric: str | None = None
     dataset: str | None = None
     grep: str | None = None
+    paper: str | None = None  # one paper by any of its ids (paper_keys), as a permalink does
+
+
+def claim_values(paper: Paper, key: str) -> list[str]:
+    """Each claim's `key` (metric, dataset), lowercased and whitespace-normalized."""
+    return [normalize_ws(str(c.get(key) or "")).lower() for c in paper.claims]
+
+
+def contains_any(values: Iterable[str], needle: str) -> bool:
+    """True when some value contains the needle (normalized and lowercased like the values)."""
+    needle = normalize_ws(needle).lower()
+    return any(needle in v for v in values)
 
 
 def _claims_field_contains(paper: Paper, key: str, needle: str) -> bool:
-    needle = normalize_ws(needle).lower()
-    return any(needle in normalize_ws(str(c.get(key) or "")).lower() for c in paper.claims)
+    return contains_any(claim_values(paper, key), needle)
 
 
 def search_text(paper: Paper) -> str:
     """Everything a free-text search looks at, lowercased and whitespace-normalized."""
-    parts = [paper.id, paper.title or "", paper.tldr or "", paper.abstract, *paper.keywords]
+    parts = [paper.id, *paper.paper_ids, paper.title or "", paper.tldr or "", paper.abstract]
+    parts.extend(paper.keywords)
+    parts.extend(paper.author_keywords)
+    parts.extend(paper.authors)
     parts.extend(paper.tags)
     parts.extend(str(c.get("statement") or "") for c in paper.claims)
     return normalize_ws(" ".join(parts)).lower()
@@ -90,6 +149,8 @@ def search_text(paper: Paper) -> str:
 
 def matches(paper: Paper, query: Query) -> bool:
     """True when the paper satisfies every part of the query."""
+    if query.paper is not None and query.paper.strip().lower() not in paper_keys(paper):
+        return False
     if query.tags:
         have = set(paper.tags)
         hits = [t in have for t in query.tags]
@@ -113,7 +174,7 @@ def matches(paper: Paper, query: Query) -> bool:
 def sort_key(key: str, taxonomy: Taxonomy | None = None) -> Callable[[Paper], tuple]:
     """The key function of one of the SORT_KEYS orders (ascending)."""
     if key == "id":
-        return lambda p: (p.id,)
+        return _id_key
     if key == "claims":
         return lambda p: (
             -p.n_claims,
@@ -131,6 +192,19 @@ def sort_key(key: str, taxonomy: Taxonomy | None = None) -> Callable[[Paper], tu
     if key == "title":
         return lambda p: (p.title is None, (p.title or "").lower(), p.id)
     raise InputError(f"unknown sort key {key!r}; choose from {', '.join(SORT_KEYS)}")
+
+
+def _natural(text: str) -> tuple:
+    return tuple(int(x) if x.isdigit() else x.lower() for x in _DIGITS.split(text))
+
+
+def _id_key(p: Paper) -> tuple:
+    """By the user's id (naturally: P2 before P10), else number, else hash; then the hash."""
+    if p.paper_id:
+        return (0, _natural(p.paper_id), p.id)
+    if p.number:
+        return (1, _natural(p.number), p.id)
+    return (2, (), p.id)
 
 
 def sort_papers(
@@ -178,11 +252,16 @@ def claim_datasets(paper: Paper) -> list[str]:
     return _unique(c.get("dataset") for c in paper.claims)
 
 
-def paper_row(paper: Paper, taxonomy: Taxonomy | None = None) -> dict[str, Any]:
-    """One flat result row (for jsonl/csv/table) describing a paper."""
+def paper_row(
+    paper: Paper, taxonomy: Taxonomy | None = None, forum: str = DEFAULT_FORUM_URL
+) -> dict[str, Any]:
+    """One flat result row (for jsonl/csv) describing a paper: the user's id and title first."""
     return {
-        "id": paper.id,
+        "paper_id": paper.paper_id,
+        "number": paper.number,
         "title": paper.title,
+        "id": paper.id,
+        "url": forum_url(paper, forum),
         "tldr": paper.tldr,
         "tags": list(paper.tags),
         "tag_labels": [tag_label(taxonomy, t) for t in paper.tags],
@@ -192,6 +271,8 @@ def paper_row(paper: Paper, taxonomy: Taxonomy | None = None) -> dict[str, Any]:
         "metrics": claim_metrics(paper),
         "datasets": claim_datasets(paper),
         "failed_stages": sorted(paper.failed),
+        "authors": list(paper.authors),
+        "venue": paper.venue,
         "sources": [f"{f}:{p}" if p is not None else f for f, p in paper.sources],
     }
 
@@ -199,39 +280,63 @@ def paper_row(paper: Paper, taxonomy: Taxonomy | None = None) -> dict[str, Any]:
 ROW_FIELDS = tuple(paper_row(Paper(id="", title=None, abstract="")))
 
 
-def format_jsonl(papers: Iterable[Paper], taxonomy: Taxonomy | None = None) -> Iterator[str]:
+def jsonl_line(row: dict[str, Any]) -> str:
+    """One row as a compact JSON line (the format of `--format jsonl`)."""
+    return json.dumps(row, ensure_ascii=False)
+
+
+def csv_line(values: Iterable[Any]) -> str:
+    """One CSV row (CRLF-terminated, spreadsheet-safe cells), as `--format csv` writes it."""
+    buf = io.StringIO()
+    SafeCsvWriter(buf).writerow(values)
+    return buf.getvalue()
+
+
+CSV_HEADER = csv_line(ROW_FIELDS)
+
+
+def row_csv(row: dict[str, Any]) -> str:
+    """A paper_row as one CSV line in ROW_FIELDS order."""
+    return csv_line(row[name] for name in ROW_FIELDS)
+
+
+def format_jsonl(
+    papers: Iterable[Paper], taxonomy: Taxonomy | None = None, forum: str = DEFAULT_FORUM_URL
+) -> Iterator[str]:
     """One compact JSON line per paper."""
     for p in papers:
-        yield json.dumps(paper_row(p, taxonomy), ensure_ascii=False)
+        yield jsonl_line(paper_row(p, taxonomy, forum))
 
 
-def format_csv(papers: Iterable[Paper], taxonomy: Taxonomy | None = None) -> Iterator[str]:
+def format_csv(
+    papers: Iterable[Paper], taxonomy: Taxonomy | None = None, forum: str = DEFAULT_FORUM_URL
+) -> Iterator[str]:
     """CSV text (header first, one row per paper), safe to open in a spreadsheet."""
-    buf = io.StringIO()
-    writer = SafeCsvWriter(buf)
-    writer.writerow(ROW_FIELDS)
+    yield CSV_HEADER
     for p in papers:
-        row = paper_row(p, taxonomy)
-        writer.writerow(row[name] for name in ROW_FIELDS)
-        yield buf.getvalue()
-        buf.seek(0)
-        buf.truncate()
-    if buf.getvalue():  # no rows: still a header
-        yield buf.getvalue()
+        yield row_csv(paper_row(p, taxonomy, forum))
+
+
+def terminal_text(text: str) -> str:
+    """Text safe to print: escape sequences and control characters dropped, spaces collapsed."""
+    return normalize_ws(terminal_safe(text))
 
 
 def _clip(text: str, width: int) -> str:
-    # A table cell goes to a terminal: no escape sequence from a title may reach it.
-    text = normalize_ws(terminal_safe(text))
+    text = terminal_text(text)
     return text if len(text) <= width else text[: max(width - 1, 0)] + "\u2026"
 
 
 def format_table(papers: list[Paper], taxonomy: Taxonomy | None = None, width: int = 120) -> str:
-    """A plain-text table: id, claims (quantitative), tags, failed stages, title or TL;DR."""
+    """A plain-text table: the user's id, claims (quantitative), tags, title or TL;DR.
+
+    The first column is the user's id (or #number), else the content hash.
+    """
     tag_w = 34
-    head = f"{'id':16}  {'claims':>6}  {'tags':{tag_w}}  title / TL;DR"
+    id_w = min(max([len(terminal_text(p.ref)) for p in papers] + [2]), 24)
+    head = f"{'id':{id_w}}  {'claims':>6}  {'tags':{tag_w}}  title / TL;DR"
     lines = [head, "-" * min(width, max(len(head), 80))]
-    rest = max(width - (16 + 2 + 6 + 2 + tag_w + 2), 20)
+    rest = max(width - (id_w + 2 + 6 + 2 + tag_w + 2), 20)
     for p in papers:
         tags = ", ".join(tag_label(taxonomy, t) for t in p.tags) or "-"
         if "tags" in p.failed:
@@ -241,9 +346,11 @@ def format_table(papers: list[Paper], taxonomy: Taxonomy | None = None, width: i
             claims = "-"
         elif "claims" in p.failed:
             claims = "failed"
-        text = p.title or p.tldr or p.abstract
+        text = p.title or (f"TL;DR: {p.tldr}" if p.tldr else "(no title, no TL;DR)")
         if p.failed:
             text = f"[failed: {', '.join(sorted(p.failed))}] {text}"
-        row_id = _clip(p.id, max(16, len(p.id)))
-        lines.append(f"{row_id:16}  {claims:>6}  {_clip(tags, tag_w):{tag_w}}  {_clip(text, rest)}")
+        ref = _clip(p.ref, id_w)
+        lines.append(
+            f"{ref:{id_w}}  {claims:>6}  {_clip(tags, tag_w):{tag_w}}  {_clip(text, rest)}"
+        )
     return "\n".join(lines)

@@ -125,9 +125,9 @@ def test_end_to_end_assignment_beats_greedy_on_real_affinities():
     ]
     reviewers = [
         Reviewer(id="alice", tags=("diffusion-models", "image-generation")),
-        Reviewer(id="bob", tags=("image-generation",), keywords=("latent",)),
+        Reviewer(id="bob", tags=("image-generation",), keywords=("latent generator",)),
     ]
-    # alice: p1 = 2*2 + 1 (primary) = 5, p2 = 2 + 1 = 3; bob: p1 = 2 + 1 + 1 (latent) = 4, p2 = 0
+    # alice: p1 = 2*2 + 1 (primary) = 5, p2 = 2 + 1 = 3; bob: p1 = 2 + 1 + 1 (keyword) = 4, p2 = 0
     scores = {(p.id, r.id): affinity(p, r).affinity for p in papers for r in reviewers}
     assert scores == {("p1", "alice"): 5, ("p1", "bob"): 4, ("p2", "alice"): 3, ("p2", "bob"): 0}
     loads = {"alice": 1, "bob": 1}

@@ -67,7 +67,7 @@ def test_offline_run_over_samples_is_complete_and_grounded(first_run):
     assert manifest["status"] == "ok"
     assert set(manifest["prompts"]) == {"tldr", "tags", "claims"}
     header = (run_dir / "summaries.csv").read_text(encoding="utf-8-sig").splitlines()[0]
-    assert header.startswith("id,title,sources,tldr,tags")
+    assert header.startswith("paper_id,number,title,id,sources,tldr,tags")
 
 
 def test_second_run_into_another_folder_is_all_cache_hits(first_run, examples_dir):

@@ -51,5 +51,6 @@ def test_csv_is_spreadsheet_safe_and_flat(tmp_path):
     assert row["sources"] == "a.txt#2; b.txt#1"
     assert row["tldr"] == "We do X, über fast."
     assert row["n_claims"] == "2"
-    assert row["claims"] == "AUROC +5.14 % on ACM vs GGAD | It beats baselines."
+    assert row["claims"] == 'AUROC +5.14 % on ACM vs GGAD: "e" | It beats baselines.'
+    assert (row["paper_id"], row["id"]) == ("", "abc")
     assert (row["tldr_status"], row["tags_status"], row["claims_status"]) == ("ok", "skipped", "ok")

@@ -133,28 +133,41 @@ def test_write_html_report_streams_into_the_run_folder(tmp_path):
 def test_markdown_groups_by_primary_tag_and_escapes():
     md = render_markdown(RunReader(RUN).papers(), TAXONOMY, title="Digest")
     headings = re.findall(r"^## (.+)$", md, re.M)
+    # no primary tag has 3 papers: the taxonomy's ones merge under their facet, the rest
+    # (not in the taxonomy) under "Other tags"
     assert headings == [
-        "Graph neural networks (2)",
-        "Diffusion models (1)",
-        "large-language-models (1)",
-        "neuroscience (1)",
-        "No tags \\(tags stage failed or not run\\) (1)",
+        "Other: Method family (3)",
+        "Other: Other tags (2)",
+        "No tags (tags stage failed or not run) (1)",
     ]
     assert "<script" not in md and "<img" not in md
-    assert "&lt;/script&gt;&lt;script&gt;window.\\_\\_xss=3" in md
+    assert "&lt;/script>&lt;script>window.\\_\\_xss=3" in md
     assert "@alice" not in md
     assert "  - *claims failed* (ungrounded)" in md
     assert "  - *tags failed* (schema)" in md
     assert "Results: Reaches FID 2.31 on ImageNet 256x256. (FID, 2.31, ImageNet 256x256)" in md
+    assert "- *Graph neural networks*: **" in md  # a merged section names the primary tag
     assert md.startswith(
         "# Digest\n\n6 papers, 3 with quantitative results, 2 with a failed stage."
     )
 
 
-def test_md_escape_neutralizes_markup():
-    assert md_escape("*a* [x](http://y) <b> @bob # `c`") == (
-        "\\*a\\* \\[x\\]\\(http://y\\) &lt;b&gt; &#64;bob \\# \\`c\\`"
+def test_markdown_gives_big_groups_their_own_section():
+    papers = list(RunReader(RUN).papers())
+    gnn = [p for p in papers if p.tags[:1] == ("graph-neural-networks",)]
+    md = render_markdown(papers + gnn, TAXONOMY, title="D")  # 4 papers now lead with GNN
+    headings = re.findall(r"^## (.+)$", md, re.M)
+    assert headings[0] == "Graph neural networks (4)"
+
+
+def test_md_escape_neutralizes_markup_without_over_escaping():
+    assert md_escape("*a* [x](http://y) <b> @bob `c`") == (
+        "\\*a\\* \\[x\\](http://y) &lt;b> &#64;bob \\`c\\`"
     )
+    plain = "FID 2.31 (ImageNet), 20x faster; a+b=c #1 50% - e.g. snake_case a@b.org Recall@10!"
+    assert md_escape(plain) == plain
+    assert md_escape("_emph_ ~~gone~~ &amp; \\*") == "\\_emph\\_ \\~~gone\\~~ &amp;amp; \\\\\\*"
+    assert md_escape("a | b", cell=True) == "a \\| b"
 
 
 @pytest.mark.parametrize("fmt,name", [("html", "report.html"), ("md", "report.md")])

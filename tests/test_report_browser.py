@@ -36,6 +36,8 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 RUN = Path(__file__).parent / "data" / "run_small"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "iclr2026"
+EXPORT = Path(__file__).resolve().parents[1] / "examples" / "openreview" / "submissions.json"
+NOTES = json.loads(EXPORT.read_text(encoding="utf-8"))
 LFD, XSS, VNODE, LLM, BENCH, DALE = (
     "39954d708d621dc0",
     "506c1eae6e5ec217",
@@ -259,6 +261,21 @@ AGREEMENT_QUERIES = [
     pytest.param(["--sort", "tag", "--reverse"], {"sort": "tag", "dir": "desc"}, id="sort-tag-rev"),
     pytest.param(["--sort", "id", "--has-results"], {"sort": "id", "quant": "1"}, id="sort-id"),
     pytest.param(["--reverse"], {"dir": "desc"}, id="claims-reversed"),
+    # permalinks: a paper by the hash, the user's id (any case) or its number
+    pytest.param(["--paper", XSS.upper()], {"paper": XSS.upper()}, id="paper-hash"),
+    pytest.param(
+        ["--paper", NOTES[4]["id"].lower()], {"paper": NOTES[4]["id"].lower()}, id="paper-id"
+    ),
+    pytest.param(["--paper", "#7"], {"paper": "#7"}, id="paper-number"),
+    pytest.param(["--paper", "12", "--has-results"], {"paper": "12", "quant": "1"}, id="paper-and"),
+    # the metric/dataset facets set these same filters
+    pytest.param(["--metric", "accuracy"], {"metric": "accuracy"}, id="metric-facet"),
+    pytest.param(["--dataset", "cifar"], {"dataset": "cifar"}, id="dataset-facet"),
+    pytest.param(
+        ["--grep", '"adversarial training"'], {"q": '"adversarial training"'}, id="phrase2"
+    ),
+    pytest.param(["--grep", "adversarial training"], {"q": "adversarial training"}, id="words2"),
+    pytest.param(["--sort", "id", "--reverse"], {"sort": "id", "dir": "desc"}, id="sort-id-rev"),
 ]
 
 
@@ -276,7 +293,14 @@ def agreement_runs(tmp_path_factory, taxonomy):
         + ["--cache-dir", str(root / "cache"), "--no-progress"],
     )
     assert res.exit_code in (0, 1), res.output
-    return {"small": small, "real": real}
+    export = root / "openreview"
+    res = CliRunner().invoke(
+        main,
+        ["run", str(EXPORT), "--provider", "offline", "--out", str(export)]
+        + ["--cache-dir", str(root / "cache"), "--no-progress"],
+    )
+    assert res.exit_code in (0, 1), res.output
+    return {"small": small, "real": real, "openreview": export}
 
 
 def _cli_ids(run_dir: Path, args: list[str], taxonomy_path: Path) -> list[str]:
@@ -288,7 +312,7 @@ def _cli_ids(run_dir: Path, args: list[str], taxonomy_path: Path) -> list[str]:
     return [json.loads(line)["id"] for line in res.stdout.splitlines()]
 
 
-@pytest.mark.parametrize("which", ["small", "real"])
+@pytest.mark.parametrize("which", ["small", "real", "openreview"])
 @pytest.mark.parametrize(("args", "state"), AGREEMENT_QUERIES)
 def test_page_and_cli_agree(driver, agreement_runs, which, args, state):
     from urllib.parse import urlencode
@@ -304,3 +328,222 @@ def test_page_and_cli_agree(driver, agreement_runs, which, args, state):
         if len(expected) == total
         else f"{len(expected)} of {total} papers match"
     )
+
+
+def test_phrase_queries_match_as_phrases(agreement_runs):
+    run_dir = agreement_runs["openreview"]
+    papers = list(iter_papers(run_dir))
+    words = select(papers, Query(grep="adversarial training"))
+    phrase = select(papers, Query(grep='"adversarial training"'))
+    # the words occur apart in some papers that do not contain the phrase
+    assert 0 < len(phrase) < len(words)
+
+
+# ---- the report as a chair uses it: identity, permalinks, facets, export, phone, dark, keys
+
+
+def _cli_out(args: list[str]) -> str:
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+    return res.stdout
+
+
+def test_cards_lead_with_the_users_id_title_and_forum_link(driver, agreement_runs):
+    run_dir = agreement_runs["openreview"]
+    open_report(driver, run_dir / "report.html", "#sort=id")
+    first = sorted(NOTES, key=lambda n: n["id"].lower())[0]
+    c = driver.find_element(By.CSS_SELECTOR, "article.card")
+    assert c.get_attribute("data-ref") == first["id"]
+    assert c.find_element(By.TAG_NAME, "h2").text == first["content"]["title"]["value"]
+    ref = c.find_element(By.CSS_SELECTOR, ".meta a.ref")
+    assert ref.text == first["id"]
+    assert ref.get_attribute("href") == f"https://openreview.net/forum?id={first['id']}"
+    assert "#" + str(first["number"]) in c.find_element(By.CSS_SELECTOR, ".meta").text
+    authors = c.find_element(By.CSS_SELECTOR, ".authors").text
+    assert authors == ", ".join(first["content"]["authors"]["value"])
+
+
+def test_forum_url_template_is_configurable(driver, agreement_runs, tmp_path):
+    run_dir = agreement_runs["openreview"]
+    out = tmp_path / "r.html"
+    _cli_out(
+        ["report", str(run_dir), "--out", str(out), "--forum-url", "https://or.example/f?x={id}"]
+    )
+    open_report(driver, out, "#sort=id")
+    first = sorted(NOTES, key=lambda n: n["id"].lower())[0]
+    href = driver.find_element(By.CSS_SELECTOR, "article.card .meta a.ref").get_attribute("href")
+    assert href == f"https://or.example/f?x={first['id']}"
+    res = CliRunner().invoke(main, ["report", str(run_dir), "--forum-url", "javascript:{id}"])
+    assert res.exit_code == 2 and "must start with http" in res.output
+
+
+def test_untitled_papers_lead_with_their_tldr(driver, agreement_runs):
+    run_dir = agreement_runs["real"]  # the shipped .txt samples have no titles
+    p = next(p for p in select(list(iter_papers(run_dir)), Query()) if p.tldr)
+    open_report(driver, run_dir / "report.html", f"#paper={p.id}")
+    wait_ids(driver, [p.id])
+    h2 = card(driver, p.id).find_element(By.TAG_NAME, "h2")
+    assert h2.find_element(By.CLASS_NAME, "lead").text == "TL;DR"
+    assert h2.text.replace("\n", "").replace("TL;DR", "", 1).strip() == p.tldr
+
+
+def test_permalink_opens_one_paper_and_clear_shows_all(driver, agreement_runs):
+    run_dir = agreement_runs["openreview"]
+    n = len(NOTES)
+    open_report(driver, run_dir / "report.html")
+    target = driver.find_elements(By.CSS_SELECTOR, "article.card")[2]
+    paper_hash, ref = target.get_attribute("data-id"), target.get_attribute("data-ref")
+    target.find_element(By.CSS_SELECTOR, "a.plink").click()
+    wait_ids(driver, [paper_hash])
+    assert "#paper=" + ref in driver.current_url
+    assert driver.find_element(By.ID, "count").text == f"1 of {n} papers match"
+    # the same link opened fresh, in another case
+    open_report(driver, run_dir / "report.html", "#paper=" + ref.swapcase())
+    wait_ids(driver, [paper_hash])
+    driver.find_element(By.ID, "clear").click()
+    WebDriverWait(driver, 5).until(lambda d: len(visible_ids(d)) == n)
+
+
+def test_metric_facet_selects_what_triage_metric_selects(driver, agreement_runs):
+    run_dir = agreement_runs["openreview"]
+    open_report(driver, run_dir / "report.html")
+    button = driver.find_element(By.CSS_SELECTOR, '#claimfacets button[data-field="metric"]')
+    value = button.get_attribute("data-value")
+    shown = int(button.find_element(By.CLASS_NAME, "n").text)
+    button.click()
+    expected = _cli_ids(run_dir, ["--metric", value], PACKAGE_PROMPTS_DIR / "taxonomy.yaml")
+    wait_ids(driver, expected[:50])
+    assert shown == len(expected)
+    assert driver.find_element(By.ID, "metric").get_attribute("value") == value
+    ds = driver.find_element(By.CSS_SELECTOR, '#claimfacets button[data-field="dataset"]')
+    assert ds.get_attribute("data-value")
+    driver.find_element(By.CSS_SELECTOR, "#claimfacets button.on").click()  # toggles off
+    WebDriverWait(driver, 5).until(lambda d: len(visible_ids(d)) == len(NOTES))
+
+
+def test_export_of_the_filtered_set_equals_triage_output(driver, agreement_runs, tmp_path):
+    run_dir = agreement_runs["openreview"]
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    driver.execute_cdp_cmd(
+        "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)}
+    )
+    open_report(driver, run_dir / "report.html", "#q=adversarial&sort=title")
+    args = ["--grep", "adversarial", "--sort", "title"]
+    expected_ids = _cli_ids(run_dir, args, PACKAGE_PROMPTS_DIR / "taxonomy.yaml")
+    wait_ids(driver, expected_ids[:50])
+    driver.find_element(By.ID, "export-csv").click()
+    csv_file = downloads / "papers.csv"
+    WebDriverWait(driver, 10).until(lambda d: csv_file.is_file() and csv_file.stat().st_size > 0)
+    triage_csv = CliRunner().invoke(main, ["triage", str(run_dir), "--format", "csv", *args])
+    assert csv_file.read_bytes() == triage_csv.stdout_bytes  # CRLF rows, byte for byte
+    driver.find_element(By.ID, "export-json").click()
+    json_file = downloads / "papers.json"
+    WebDriverWait(driver, 10).until(lambda d: json_file.is_file() and json_file.stat().st_size > 0)
+    rows = json.loads(json_file.read_text(encoding="utf-8"))
+    jsonl = CliRunner().invoke(main, ["triage", str(run_dir), "--format", "jsonl", *args])
+    assert rows == [json.loads(line) for line in jsonl.stdout.splitlines()]
+    assert [r["id"] for r in rows] == expected_ids and rows[0]["paper_id"]
+
+
+def test_phone_layout_puts_papers_first_and_facets_behind_a_button(driver, agreement_runs):
+    run_dir = agreement_runs["openreview"]
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True},
+    )
+    try:
+        open_report(driver, run_dir / "report.html")
+        wide = driver.execute_script(
+            "return Array.from(document.querySelectorAll('body *'))"
+            ".filter(e => e.getBoundingClientRect().right > 391)"
+            ".map(e => e.tagName + '.' + e.className + '#' + e.id)"
+        )
+        assert wide == [], "wider than the phone"
+        assert driver.execute_script("return window.innerWidth") == 390
+        top = driver.execute_script(
+            "return document.querySelector('article.card').getBoundingClientRect().top"
+        )
+        assert top < 844 / 2, f"the first paper starts {top}px down"
+        facets = driver.find_element(By.ID, "facets")
+        assert not facets.is_displayed() and not driver.find_element(By.ID, "q").is_displayed()
+        assert driver.execute_script(
+            "return document.documentElement.scrollWidth <= window.innerWidth"
+        ), "the page scrolls sideways"
+        button = driver.find_element(By.ID, "filters-btn")
+        assert button.is_displayed()
+        button.click()
+        assert facets.is_displayed()
+        tag = facets.find_element(By.CSS_SELECTOR, "input[data-tag]")
+        expected = _cli_ids(
+            run_dir, ["--tag", tag.get_attribute("data-tag")], PACKAGE_PROMPTS_DIR / "taxonomy.yaml"
+        )
+        tag.click()
+        wait_ids(driver, expected[:50])
+        assert button.text == "Filters (1)"
+        shot = driver.get_screenshot_as_png()
+        assert len(shot) > 10_000
+    finally:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def _rgb(css: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", css)[:3])
+
+
+def test_dark_mode_follows_prefers_color_scheme(driver, agreement_runs):
+    run_dir = agreement_runs["small"]
+    background = "return getComputedStyle(document.body).backgroundColor"
+    try:
+        for scheme in ("light", "dark"):
+            driver.execute_cdp_cmd(
+                "Emulation.setEmulatedMedia",
+                {"features": [{"name": "prefers-color-scheme", "value": scheme}]},
+            )
+            open_report(driver, run_dir / "report.html")
+            bg = _rgb(driver.execute_script(background))
+            card_bg = _rgb(
+                driver.execute_script(
+                    "return getComputedStyle(document.querySelector('article.card')).backgroundColor"
+                )
+            )
+            ink = _rgb(
+                driver.execute_script(
+                    "return getComputedStyle(document.querySelector('article.card h2')).color"
+                )
+            )
+            if scheme == "dark":
+                assert max(bg) < 60 and max(card_bg) < 60 and min(ink) > 180, (bg, card_bg, ink)
+            else:
+                assert min(bg) > 200 and min(card_bg) > 240 and max(ink) < 80, (bg, card_bg, ink)
+    finally:
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+
+
+def test_j_k_move_between_papers_and_o_opens_one(driver, agreement_runs):
+    run_dir = agreement_runs["openreview"]
+    open_report(driver, run_dir / "report.html")
+    body = driver.find_element(By.TAG_NAME, "body")
+    ids = visible_ids(driver)
+
+    def current():
+        return driver.execute_script(
+            "var c = document.querySelector('article.card.cur'); return c && c.dataset.id"
+        )
+
+    body.send_keys("j")
+    assert current() == ids[0]
+    body.send_keys("jj")
+    assert current() == ids[2]
+    body.send_keys("k")
+    assert current() == ids[1]
+    details = card(driver, ids[1]).find_element(By.CSS_SELECTOR, "details.abs")
+    assert details.get_attribute("open") is None
+    body.send_keys("o")
+    assert details.get_attribute("open") is not None
+    body.send_keys("o")
+    assert details.get_attribute("open") is None
+    # typing in the search box is not navigation
+    box = driver.find_element(By.ID, "q")
+    box.send_keys("jk")
+    assert box.get_attribute("value") == "jk" and current() == ids[1]

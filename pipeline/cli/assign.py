@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from pipeline.cli import main
-from pipeline.cli.views import RUN_DIR, TAXONOMY, open_run, run_taxonomy
+from pipeline.cli.views import FORUM_URL, RUN_DIR, TAXONOMY, open_run, run_taxonomy
 
 
 @main.command("assign")
@@ -28,31 +28,66 @@ from pipeline.cli.views import RUN_DIR, TAXONOMY, open_run, run_taxonomy
     help="Papers per reviewer at most (a reviewer's own max_load wins).",
 )
 @click.option(
+    "--top-k",
+    type=click.IntRange(min=0),
+    default=50,
+    show_default=True,
+    help="Candidate reviewers per paper given to the solver (0 = all; widened automatically "
+    "when a paper would be left short).",
+)
+@click.option(
     "--out",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="Output CSV [default: RUN_DIR/assignments.csv].",
+    help="Output CSV [default: RUN_DIR/assignments.csv]; conflicts.csv and reviewers.html "
+    "go beside it.",
 )
+@FORUM_URL
 @TAXONOMY
 def assign_command(
     run_dir: Path,
     reviewers_file: Path,
     per_paper: int,
     max_load: int,
+    top_k: int,
     out: Path | None,
+    forum_url: str,
     taxonomy_path: Path | None,
 ) -> None:
-    """Assign exactly --per-paper reviewers to each paper, maximizing total affinity (min-cost flow)."""
+    """Assign exactly --per-paper reviewers to each paper, maximizing total affinity.
+
+    RUN_DIR may be `latest`. Writes assignments.csv (one row per pair, with the reason for
+    its affinity), conflicts.csv (every declared or derived conflict, with its reason) and
+    reviewers.html (each reviewer's papers and load, papers left short). Exit 2 when a
+    conflict in REVIEWERS_FILE names no paper of the run; exit 1 when some paper could not
+    get its reviewers (everything else still written).
+    """
     from pipeline import assign
+    from pipeline.report.reviewers import write_reviewers_html
 
     reader = open_run(run_dir)
     taxonomy = run_taxonomy(taxonomy_path, reader)
-    reviewers = assign.load_reviewers(reviewers_file, taxonomy)
-    result = assign.assign(list(reader.papers()), reviewers, per_paper=per_paper, max_load=max_load)
-    path = assign.write_assignments_csv(result, out or reader.dir / "assignments.csv", taxonomy)
+    pool = assign.load_pool(reviewers_file, taxonomy)
+    result = assign.assign(
+        list(reader.papers()),
+        pool.reviewers,
+        per_paper=per_paper,
+        max_load=max_load,
+        policy=pool.conflict_policy,
+        top_k=top_k or None,
+    )
+    path = out or reader.dir / "assignments.csv"
+    assign.write_assignments_csv(result, path, taxonomy)
+    conflicts = assign.write_conflicts_csv(result, path.with_name("conflicts.csv"))
+    page = write_reviewers_html(result, path.with_name("reviewers.html"), taxonomy, forum=forum_url)
     click.echo(assign.summary(result))
+    for keyword, why in sorted(result.ignored_keywords.items()):
+        click.echo(f"note: keyword {keyword!r} does not count as expertise ({why})", err=True)
     click.echo(f"assignments: {path}")
+    click.echo(f"conflicts:   {conflicts}")
+    click.echo(f"reviewers:   {page}")
     if result.uncovered:
         click.echo(f"{len(result.uncovered)} paper(s) could not be covered:", err=True)
         for item in result.uncovered:
-            click.echo(f"  {item.paper_id}: {item.reason}", err=True)
+            paper = result.papers[item.paper_id]
+            click.echo(f"  {paper.ref}: {item.reason}", err=True)
         raise SystemExit(1)

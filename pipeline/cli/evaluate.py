@@ -13,6 +13,7 @@ import click
 
 from pipeline.cli import main
 from pipeline.cli.options import describe_backend, run_options, settings_from_flags
+from pipeline.cli.views import RUN_DIR
 from pipeline.config import Settings
 from pipeline.rundir.writer import ensure_writable_dir
 from pipeline.text import terminal_safe
@@ -96,7 +97,7 @@ def eval_tags(gold: Path, out: Path | None, config_path, no_progress, **flags) -
 
 
 @eval_group.command("grounding")
-@click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@RUN_DIR  # `latest` = outputs/latest
 @click.option(
     "--config",
     "config_path",

@@ -9,6 +9,7 @@ import click
 from pipeline.cli import main
 from pipeline.cli.options import describe_backend, run_options, settings_from_flags
 from pipeline.cli.progress import BarProgress
+from pipeline.cli.views import point_latest
 from pipeline.errors import RunInterrupted
 from pipeline.ingest import read_inputs
 from pipeline.job import load_project_taxonomy, new_run_dir, run_job
@@ -89,6 +90,8 @@ def run_command(
             f"{exc}; finished work is cached in {settings.cache_dir} — "
             "rerun the same command to resume"
         ) from None
+    finally:
+        point_latest(run_dir)  # RUN_DIR/../latest: `digest triage latest` and friends
     counts = result.manifest.counts
     say(
         f"{counts.unique} abstracts ({counts.inputs} inputs, {counts.duplicates} duplicates) "

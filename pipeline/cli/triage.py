@@ -8,7 +8,16 @@ from pathlib import Path
 import click
 
 from pipeline.cli import main
-from pipeline.cli.views import RUN_DIR, TAXONOMY, open_run, run_taxonomy
+from pipeline.cli.views import (
+    FORUM_URL,
+    RUN_DIR,
+    TAXONOMY,
+    is_stdout,
+    open_run,
+    output_stream,
+    run_taxonomy,
+    write_chunks,
+)
 from pipeline.triage import SORT_KEYS
 
 
@@ -37,6 +46,10 @@ from pipeline.triage import SORT_KEYS
     '"quoted words" must occur as a phrase.',
 )
 @click.option(
+    "--paper",
+    help="Only the paper with this id: yours (OpenReview id, number, #number) or the hash.",
+)
+@click.option(
     "--sort",
     type=click.Choice(SORT_KEYS),
     default="claims",
@@ -52,6 +65,12 @@ from pipeline.triage import SORT_KEYS
     default="table",
     show_default=True,
 )
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
+    help="Write to this file instead of stdout ('-' = stdout).",
+)
+@FORUM_URL
 @TAXONOMY
 def triage_command(
     run_dir: Path,
@@ -62,13 +81,20 @@ def triage_command(
     metric: str | None,
     dataset: str | None,
     grep: str | None,
+    paper: str | None,
     sort: str,
     reverse: bool,
     limit: int | None,
     fmt: str,
+    out: Path | None,
+    forum_url: str,
     taxonomy_path: Path | None,
 ) -> None:
-    """List the papers of RUN_DIR that match every filter (a table, JSONL or CSV on stdout)."""
+    """List the papers of RUN_DIR that match every filter (a table, JSONL or CSV on stdout).
+
+    RUN_DIR may be `latest` (the newest run under outputs/). Rows lead with your own id
+    (from the input) and title; `id` is the content hash.
+    """
     from pipeline import triage
 
     reader = open_run(run_dir)
@@ -81,17 +107,22 @@ def triage_command(
         metric=metric,
         dataset=dataset,
         grep=grep,
+        paper=paper,
     )
     papers = triage.select(
         reader.papers(), query, sort=sort, reverse=reverse, taxonomy=taxonomy, limit=limit
     )
-    if fmt == "jsonl":
-        for line in triage.format_jsonl(papers, taxonomy):
-            click.echo(line)
-    elif fmt == "csv":
-        for chunk in triage.format_csv(papers, taxonomy):
-            click.echo(chunk, nl=False)
-    else:
-        width = shutil.get_terminal_size((120, 24)).columns
-        click.echo(triage.format_table(papers, taxonomy, width=width))
+    with output_stream(out) as fh:
+        if fmt == "jsonl":
+            write_chunks(
+                fh, (line + "\n" for line in triage.format_jsonl(papers, taxonomy, forum_url))
+            )
+        elif fmt == "csv":
+            write_chunks(fh, triage.format_csv(papers, taxonomy, forum_url))
+        else:
+            width = shutil.get_terminal_size((120, 24)).columns
+            fh.write(triage.format_table(papers, taxonomy, width=width) + "\n")
+    if out is not None and not is_stdout(out):
+        click.echo(f"{len(papers)} paper(s): {out}", err=True)
+    elif fmt == "table":
         click.echo(f"{len(papers)} paper(s)", err=True)

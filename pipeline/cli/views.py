@@ -1,23 +1,100 @@
-"""What the view commands (report, triage, assign) share: the run-folder argument and the
-taxonomy that labels its tags."""
+"""What the view commands (report, triage, assign, eval grounding) share: the run-folder
+argument (`latest` included), the taxonomy that labels its tags, the forum-link template
+and `--out -` for stdout."""
 
 from __future__ import annotations
 
+import logging
+import os
+import sys
+from collections.abc import Iterable
+from contextlib import contextmanager
 from pathlib import Path
+from typing import IO, Any
 
 import click
 
+from pipeline.errors import InputError
 from pipeline.prompts import PACKAGE_PROMPTS_DIR
 from pipeline.rundir import RunReader
 from pipeline.taxonomy import Taxonomy, load_taxonomy
+from pipeline.triage import DEFAULT_FORUM_URL, check_forum_url
 
-RUN_DIR = click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
+log = logging.getLogger(__name__)
+
+LATEST = "latest"
+DEFAULT_OUTPUTS = Path("outputs")
+
+
+def resolve_run_dir(path: Path, outputs_root: Path = DEFAULT_OUTPUTS) -> Path:
+    """The run folder a user named: `latest` (when no such folder is here) is outputs/latest."""
+    if path.name == LATEST and not path.exists() and path.parent == Path("."):
+        target = outputs_root / LATEST
+        if not target.exists():
+            raise InputError(
+                f"no {target}: `latest` names the newest run under {outputs_root}/, "
+                "and no run has been written there yet"
+            )
+        return target
+    return path
+
+
+class RunDirType(click.Path):
+    """A run folder; `latest` means outputs/latest (the newest run)."""
+
+    def __init__(self) -> None:
+        super().__init__(path_type=Path, file_okay=False)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Resolve `latest`, then check like click.Path."""
+        path = super().convert(value, param, ctx)
+        try:
+            return resolve_run_dir(Path(str(path)))
+        except InputError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def point_latest(run_dir: Path) -> Path | None:
+    """Make `latest` beside the run folder point to it (a relative symlink); None if impossible."""
+    link = run_dir.parent / LATEST
+    if run_dir.name == LATEST or not run_dir.is_dir():
+        return None
+    tmp = run_dir.parent / f".{LATEST}.{os.getpid()}.tmp"
+    try:
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(run_dir.name, target_is_directory=True)
+        os.replace(tmp, link)  # atomic: a reader never sees no `latest`
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        log.warning("could not point %s to %s: %s", link, run_dir, exc.strerror or exc)
+        return None
+    return link
+
+
+RUN_DIR = click.argument("run_dir", type=RunDirType())
 TAXONOMY = click.option(
     "--taxonomy",
     "taxonomy_path",
     type=click.Path(path_type=Path, dir_okay=False),
     help="Taxonomy YAML for tag labels [default: the run's prompts_dir, else the package's].",
 )
+FORUM_URL = click.option(
+    "--forum-url",
+    "forum_url",
+    default=DEFAULT_FORUM_URL,
+    show_default=True,
+    envvar="DIGEST_FORUM_URL",
+    help="Link template for papers with an OpenReview forum id ({id}; '' for no links). "
+    "Env: DIGEST_FORUM_URL.",
+    callback=lambda ctx, param, value: _forum(value),
+)
+
+
+def _forum(value: str) -> str:
+    try:
+        return check_forum_url(value)
+    except InputError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 def open_run(run_dir: Path) -> RunReader:
@@ -41,3 +118,31 @@ def run_taxonomy(path: Path | None, reader: RunReader) -> Taxonomy | None:
         if candidate.is_file():
             return load_taxonomy(candidate)
     return None
+
+
+def is_stdout(out: Path | None) -> bool:
+    """True for `--out -`."""
+    return out is not None and str(out) == "-"
+
+
+@contextmanager
+def output_stream(out: Path | None):
+    """stdout for None or `--out -`, else the file (written whole, then moved into place)."""
+    if out is None or is_stdout(out):
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("w", encoding="utf-8", newline="") as fh:
+            yield fh
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_chunks(fh: IO[str], chunks: Iterable[str]) -> None:
+    """Write text chunks to a stream."""
+    for chunk in chunks:
+        fh.write(chunk)

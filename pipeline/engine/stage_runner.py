@@ -27,7 +27,7 @@ from pipeline.cache import Cache, cache_key
 from pipeline.engine.progress import Progress
 from pipeline.engine.stats import RunStats
 from pipeline.errors import BackendError, FatalBackendError, OutputValidationError
-from pipeline.ingest import Abstract
+from pipeline.ingest import Abstract, Source
 from pipeline.rundir.models import (
     ErrorRecord,
     Provenance,
@@ -435,6 +435,22 @@ class StageRunner:
 
 def sources_of(abstract: Abstract) -> list[SourceRef]:
     """The run folder's form of an abstract's sources."""
-    return [
-        SourceRef(file=s.file, position=s.position, paper_id=s.paper_id) for s in abstract.sources
-    ]
+    return [_source_ref(s) for s in abstract.sources]
+
+
+def _source_ref(s: Source) -> SourceRef:
+    ref = s.ref
+    if ref is None:
+        return SourceRef(file=s.file, position=s.position, paper_id=s.paper_id)
+    return SourceRef(  # the user's identity of the paper travels with its source
+        file=s.file,
+        position=s.position,
+        paper_id=s.paper_id,
+        number=ref.number,
+        forum=ref.forum,
+        authors=ref.authors,
+        authorids=ref.authorids,
+        keywords=ref.keywords,
+        venue=ref.venue,
+        affiliations=ref.affiliations,
+    )

@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from pipeline.errors import StorageError
-from pipeline.report.protocol import SORTS, report_paper
+from pipeline.report.protocol import CSV_HEADER, SORTS, FacetCounter, report_paper
 from pipeline.rundir import Manifest, Paper, RunReader, SummaryRecord
 from pipeline.rundir.writer import remove_stale_tmp
 from pipeline.stages import stage_names
 from pipeline.taxonomy import Taxonomy
-from pipeline.triage import sort_key
+from pipeline.triage import DEFAULT_FORUM_URL, sort_key
 
 HTML_FILE = "report.html"
 
@@ -90,12 +90,22 @@ def _tag_table(taxonomy: Taxonomy | None, seen: Counter[str]) -> tuple[dict, lis
 class HtmlPageWriter:
     """Writes the page to a text stream: head, then papers one by one, then the rest."""
 
-    def __init__(self, fh: IO[str], taxonomy: Taxonomy | None, *, title: str) -> None:
+    def __init__(
+        self,
+        fh: IO[str],
+        taxonomy: Taxonomy | None,
+        *,
+        title: str,
+        forum: str = DEFAULT_FORUM_URL,
+    ) -> None:
         self.fh = fh
         self.taxonomy = taxonomy
         self.title = title
+        self.forum = forum
         self.seen: Counter[str] = Counter()
         self.n = 0
+        self._metrics = FacetCounter()
+        self._datasets = FacetCounter()
         self._keys: dict[str, list[tuple]] = {key: [] for key in SORTS}
         self._key_fns = {key: sort_key(key, taxonomy) for key in SORTS}
         head = asset("report.html").split("<!--DATA-->")[0]
@@ -112,7 +122,10 @@ class HtmlPageWriter:
         self.seen.update(paper.tags)
         for key, fn in self._key_fns.items():
             self._keys[key].append(fn(paper))
-        self.fh.write(("," if self.n else "") + script_json(report_paper(paper)))
+        self._metrics.add(paper, "metric")
+        self._datasets.add(paper, "dataset")
+        data = report_paper(paper, self.taxonomy, self.forum)
+        self.fh.write(("," if self.n else "") + script_json(data))
         self.n += 1
 
     def finish(self, *, info: str = "", incomplete: str | None = None) -> int:
@@ -130,6 +143,9 @@ class HtmlPageWriter:
             "tags": tags,
             "facets": facets,
             "order": order,
+            "metric_facets": self._metrics.facets(),
+            "dataset_facets": self._datasets.facets(),
+            "csv_header": CSV_HEADER,
         }
         self.fh.write("]," + script_json(meta)[1:] + "</script>\n")
         self.fh.write(f"<script>{asset('report.js')}</script>")
@@ -138,13 +154,18 @@ class HtmlPageWriter:
 
 
 def render_html(
-    papers: Iterable[Paper], taxonomy: Taxonomy | None, *, title: str = "digest", info: str = ""
+    papers: Iterable[Paper],
+    taxonomy: Taxonomy | None,
+    *,
+    title: str = "digest",
+    info: str = "",
+    forum: str = DEFAULT_FORUM_URL,
 ) -> str:
     """The report page as a string (tests, small runs)."""
     import io
 
     buf = io.StringIO()
-    page = HtmlPageWriter(buf, taxonomy, title=title)
+    page = HtmlPageWriter(buf, taxonomy, title=title, forum=forum)
     for paper in papers:
         page.add(paper)
     page.finish(info=info)
@@ -181,10 +202,18 @@ class HtmlReportSink:
     written there. A failed write (disk full) is a StorageError and the page is dropped.
     """
 
-    def __init__(self, path: Path, taxonomy: Taxonomy | None, *, title: str) -> None:
+    def __init__(
+        self,
+        path: Path,
+        taxonomy: Taxonomy | None,
+        *,
+        title: str,
+        forum: str = DEFAULT_FORUM_URL,
+    ) -> None:
         self.path = path
         self.taxonomy = taxonomy
         self.title = title
+        self.forum = forum
         self._tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         self._fh: IO[str] | None = None
         self._page: HtmlPageWriter | None = None
@@ -195,7 +224,7 @@ class HtmlReportSink:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             remove_stale_tmp(self.path.parent, self.path.name)
             self._fh = self._tmp.open("w", encoding="utf-8", newline="\n")
-            self._page = HtmlPageWriter(self._fh, self.taxonomy, title=self.title)
+            self._page = HtmlPageWriter(self._fh, self.taxonomy, title=self.title, forum=self.forum)
         return self._page
 
     def add(self, record: SummaryRecord) -> None:
@@ -232,11 +261,35 @@ class HtmlReportSink:
             self.abort()
 
 
-def write_html_report(run_dir: Path, taxonomy: Taxonomy | None, out: Path | None = None) -> Path:
+def report_title(reader: RunReader) -> str:
+    """The page title of a run folder's report."""
+    return f"Digest of {reader.dir.resolve().name}"
+
+
+def stream_html_report(
+    run_dir: Path, taxonomy: Taxonomy | None, fh: IO[str], *, forum: str = DEFAULT_FORUM_URL
+) -> int:
+    """Write a run folder's report page to an open stream (`--out -`); returns the paper count."""
+    reader = RunReader(run_dir)
+    page = HtmlPageWriter(fh, taxonomy, title=report_title(reader), forum=forum)
+    for paper in reader.papers():
+        page.add(paper)
+    return page.finish(
+        info=run_info(reader.manifest), incomplete=incomplete_reason(reader.manifest)
+    )
+
+
+def write_html_report(
+    run_dir: Path,
+    taxonomy: Taxonomy | None,
+    out: Path | None = None,
+    *,
+    forum: str = DEFAULT_FORUM_URL,
+) -> Path:
     """Write RUN_DIR/report.html (or `out`) from a finished or partial run folder."""
     reader = RunReader(run_dir)
     sink = HtmlReportSink(
-        out or reader.dir / HTML_FILE, taxonomy, title=f"Digest of {reader.dir.resolve().name}"
+        out or reader.dir / HTML_FILE, taxonomy, title=report_title(reader), forum=forum
     )
     try:
         for record in reader.records():

@@ -1,4 +1,13 @@
-"""report.md: a Markdown digest of a run, papers grouped under their primary (first) tag."""
+"""report.md: a Markdown digest of a run, papers grouped under their primary (first) tag.
+
+A primary tag with fewer than MIN_GROUP papers gets no section of its own: its papers go
+to one section per taxonomy facet ("Other: Method family"), each line naming its primary
+tag, so a run of 57 papers reads as a dozen sections, not forty.
+
+Escaping is minimal: only what would turn into markup inline (backslash before
+punctuation, backticks, `*`, `_` at a word edge, brackets, `~~`, an HTML tag or entity, a
+GitHub @mention, `|` in table cells); parentheses, dots, `#`, `+`, `!` stay as written.
+"""
 
 from __future__ import annotations
 
@@ -7,21 +16,32 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from pipeline.report.protocol import headline
 from pipeline.rundir import Paper, RunReader
 from pipeline.stages import stage_names
 from pipeline.taxonomy import Taxonomy
 from pipeline.text import display_text, normalize_ws
-from pipeline.triage import sort_papers, tag_label
+from pipeline.triage import DEFAULT_FORUM_URL, forum_url, sort_papers, tag_label
 
 MARKDOWN_FILE = "report.md"
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]{}()#+!|~])")
+MIN_GROUP = 3  # papers a primary tag needs for a section of its own
+_MD_INLINE = re.compile(
+    r"\\(?=[!-/:-@\[-`{-~])"  # a backslash that would escape the next character
+    r"|[`*\[\]]"  # code, emphasis, links
+    r"|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])"  # _emphasis_ (snake_case stays)
+    r"|~(?=~)"  # ~~strikethrough~~
+)
+_MENTION = re.compile(r"(?<![\w.+-])@(?=\w)")  # @bob pings on GitHub; a@b.org, Recall@10 do not
+_HTML_START = re.compile(r"<(?=[A-Za-z/!?])")
+_ENTITY = re.compile(r"&(?=#?\w+;)")
 
 
-def md_escape(text: str) -> str:
+def md_escape(text: str, *, cell: bool = False) -> str:
     """Inline Markdown text that renders literally: no markup, no HTML, no @mentions."""
-    text = normalize_ws(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _MD_SPECIAL.sub(r"\\\1", text).replace("@", "&#64;")
+    text = _ENTITY.sub("&amp;", normalize_ws(text))
+    text = _HTML_START.sub("&lt;", text)
+    text = _MD_INLINE.sub(lambda m: "\\" + m.group(0), text)
+    text = _MENTION.sub("&#64;", text)
+    return text.replace("|", "\\|") if cell else text
 
 
 def _md_claim(c: dict[str, Any]) -> str:
@@ -32,12 +52,21 @@ def _md_claim(c: dict[str, Any]) -> str:
     return text + (f" ({md_escape(', '.join(bits))})" if bits else "")
 
 
-def _md_paper(p: Paper, taxonomy: Taxonomy | None, primary: str | None) -> list[str]:
-    name = p.title or headline(p) or p.id
-    line = f"- **{md_escape(display_text(name))}** `{p.id}`"
-    if p.tldr:
+def _md_paper(
+    p: Paper, taxonomy: Taxonomy | None, section_tag: str | None, forum: str
+) -> list[str]:
+    name = p.title or p.tldr or f"Untitled paper {p.ref}"
+    line = "- "
+    if section_tag is None and p.tags:  # a merged section: say which primary tag
+        line += f"*{md_escape(tag_label(taxonomy, p.tags[0]))}*: "
+    line += f"**{md_escape(display_text(name))}** `{p.ref}`"
+    url = forum_url(p, forum)
+    if url:
+        line += f" [forum]({url})"
+    if p.tldr and p.title:
         line += f": {md_escape(display_text(p.tldr))}"
     lines = [line]
+    primary = p.tags[0] if p.tags else None
     other = [tag_label(taxonomy, t) for t in p.tags if t != primary]
     if other:
         lines.append(f"  - Also: {md_escape(', '.join(other))}")
@@ -54,48 +83,89 @@ def _md_paper(p: Paper, taxonomy: Taxonomy | None, primary: str | None) -> list[
     return lines
 
 
-def render_markdown(papers: Iterable[Paper], taxonomy: Taxonomy | None, *, title: str) -> str:
-    """A Markdown digest: papers grouped under their primary (first) tag, biggest groups first."""
+def _facet_of(taxonomy: Taxonomy | None, tag: str) -> tuple[int, str]:
+    if taxonomy is not None:
+        for n, facet in enumerate(taxonomy.facets):
+            if any(t.id == tag for t in facet.tags):
+                return n, facet.label
+    return 10**6, "Other tags"
+
+
+def sections(
+    papers: Iterable[Paper], taxonomy: Taxonomy | None, *, min_group: int = MIN_GROUP
+) -> list[tuple[str, str | None, list[Paper]]]:
+    """(heading, primary tag or None for a merged section, papers), biggest sections first."""
     groups: dict[str, list[Paper]] = {}
-    n = n_quant = n_failed = 0
     for p in papers:
-        n += 1
-        n_quant += p.has_results
-        n_failed += bool(p.failed)
         groups.setdefault(p.tags[0] if p.tags else "", []).append(p)
-    order = sorted(
-        groups,
-        key=lambda t: (t == "", -len(groups[t]), tag_label(taxonomy, t).lower() if t else ""),
-    )
+    own = [t for t in groups if t and len(groups[t]) >= min_group]
+    merged: dict[tuple[int, str], list[Paper]] = {}
+    for t, members in groups.items():
+        if t and t not in own:
+            merged.setdefault(_facet_of(taxonomy, t), []).extend(members)
+    out: list[tuple[str, str | None, list[Paper]]] = [
+        (tag_label(taxonomy, t), t, groups[t]) for t in own
+    ]
+    for (_, label), members in merged.items():
+        out.append((f"Other: {label}", None, members))
+    out.sort(key=lambda s: (-len(s[2]), s[1] is None, s[0].lower()))
+    if "" in groups:
+        out.append(("No tags (tags stage failed or not run)", "", groups[""]))
+    return out
+
+
+def render_markdown(
+    papers: Iterable[Paper],
+    taxonomy: Taxonomy | None,
+    *,
+    title: str,
+    forum: str = DEFAULT_FORUM_URL,
+) -> str:
+    """A Markdown digest: papers grouped under their primary tag, small groups by facet."""
+    papers = list(papers)
+    n_quant = sum(p.has_results for p in papers)
+    n_failed = sum(bool(p.failed) for p in papers)
+    parts = sections(papers, taxonomy)
     out = [
         f"# {md_escape(title)}",
         "",
-        f"{n} papers, {n_quant} with quantitative results, {n_failed} with a failed stage. "
-        "Each paper is listed once, under its primary tag.",
+        f"{len(papers)} papers, {n_quant} with quantitative results, {n_failed} with a failed "
+        "stage. Each paper is listed once, under its primary tag; primary tags with fewer "
+        f"than {MIN_GROUP} papers are merged under their facet.",
         "",
-        "| Primary tag | Papers |",
+        "| Section | Papers |",
         "|---|---:|",
     ]
-    for t in order:
-        label = tag_label(taxonomy, t) if t else "No tags"
-        out.append(f"| {md_escape(label)} | {len(groups[t])} |")
-    for t in order:
-        label = tag_label(taxonomy, t) if t else "No tags (tags stage failed or not run)"
-        out += ["", f"## {md_escape(label)} ({len(groups[t])})", ""]
-        for p in sort_papers(groups[t], "claims"):
-            out += _md_paper(p, taxonomy, t or None)
+    for heading, _, members in parts:
+        out.append(f"| {md_escape(heading, cell=True)} | {len(members)} |")
+    for heading, tag, members in parts:
+        out += ["", f"## {md_escape(heading)} ({len(members)})", ""]
+        ordered = sort_papers(members, "claims")
+        if tag is None:  # a merged section: papers of one primary tag together
+            ordered.sort(key=lambda p: tag_label(taxonomy, p.tags[0]).lower())
+        for p in ordered:
+            out += _md_paper(p, taxonomy, tag, forum)
     return "\n".join(out) + "\n"
 
 
+def markdown_of(run_dir: Path, taxonomy: Taxonomy | None, *, forum: str = DEFAULT_FORUM_URL) -> str:
+    """The Markdown digest of a run folder."""
+    reader = RunReader(run_dir)
+    return render_markdown(
+        reader.papers(), taxonomy, title=f"Digest of {reader.dir.resolve().name}", forum=forum
+    )
+
+
 def write_markdown_report(
-    run_dir: Path, taxonomy: Taxonomy | None, out: Path | None = None
+    run_dir: Path,
+    taxonomy: Taxonomy | None,
+    out: Path | None = None,
+    *,
+    forum: str = DEFAULT_FORUM_URL,
 ) -> Path:
     """Write RUN_DIR/report.md, the Markdown digest grouped by tag; returns its path."""
-    reader = RunReader(run_dir)
-    text = render_markdown(
-        reader.papers(), taxonomy, title=f"Digest of {reader.dir.resolve().name}"
-    )
-    path = out or reader.dir / MARKDOWN_FILE
+    text = markdown_of(run_dir, taxonomy, forum=forum)
+    path = out or Path(run_dir) / MARKDOWN_FILE
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)

@@ -1,18 +1,46 @@
 """The JSON protocol between the report's Python and its script (assets/report.js).
 
 report.html embeds one JSON object, `ReportData`, in `<script type="application/json"
-id="digest-data">`. The script only renders and filters what it is given: search texts and
-sort orders are computed here, by the same functions `digest triage` uses, so the page and
-the CLI always agree. Every string is plain text (the script sets `textContent` only).
+id="digest-data">`. The script only renders and filters what it is given: search texts,
+sort orders, the ids a permalink may use, the metric/dataset facets (which papers each
+facet value selects) and the rows of the CSV/JSON export are computed here, by the same
+functions `digest triage` uses, so the page and the CLI always agree. Every string is plain
+text (the script sets `textContent` only); `url` is an http(s) link built from the
+checked forum template (triage.check_forum_url).
+
+URL state (the page's hash, so it works from file://): `tag` (repeatable), `mode=any`,
+`q`, `quant=1`, `failed=1`, `metric`, `dataset`, `paper` (one paper by any of its `keys`:
+the permalink), `sort` (a SORT_KEYS key), `dir=desc`, `page`. Each maps to a `digest
+triage` flag: --tag, --any, --grep, --has-results, --failed, --metric, --dataset, --paper,
+--sort, --reverse.
+
+Export: the script writes the CSV header (`csv_header`) and the `csv` line of every paper
+of the current selection, in order, to a Blob (= `digest triage --format csv`), or the
+selection's `row` objects as a JSON array (the objects of `digest triage --format jsonl`).
 """
 
 from __future__ import annotations
 
-from typing import TypedDict
+from collections import Counter
+from typing import Any, TypedDict
 
 from pipeline.rundir import Paper
-from pipeline.text import display_text, normalize_ws, split_sentences
-from pipeline.triage import SORT_KEYS, search_text
+from pipeline.taxonomy import Taxonomy
+from pipeline.text import display_text, normalize_ws
+from pipeline.triage import (
+    CSV_HEADER,
+    DEFAULT_FORUM_URL,
+    SORT_KEYS,
+    claim_values,
+    contains_any,
+    forum_url,
+    paper_keys,
+    paper_row,
+    row_csv,
+    search_text,
+)
+
+FACET_VALUES = 15  # metric/dataset values listed per facet (most papers first)
 
 
 class ReportClaim(TypedDict):
@@ -31,10 +59,15 @@ class ReportClaim(TypedDict):
 class ReportPaper(TypedDict):
     """One paper: what the card shows and what the filters look at."""
 
-    id: str
+    id: str  # the content hash: the stable key (data-id of the card)
+    ref: str  # the user's id, else "#number", else the hash (Paper.ref)
+    number: str | None
+    url: str | None  # forum link (OpenReview id + the forum URL template), else None
     title: str | None
-    headline: str | None  # shown when there is no title: the TL;DR, else the first sentence
+    headline: str | None  # leads the card when there is no title: the TL;DR (else None)
     tldr: str | None
+    authors: list[str]
+    venue: str | None
     tags: list[str]  # tag ids, primary first
     keywords: list[str]
     claims: list[ReportClaim]
@@ -46,6 +79,9 @@ class ReportPaper(TypedDict):
     search: str  # triage.search_text: what a text query is matched against
     metrics: list[str]  # each claim's metric, lowercased and whitespace-normalized
     datasets: list[str]  # each claim's dataset, likewise
+    keys: list[str]  # triage.paper_keys: the ids `#paper=` accepts (lowercased)
+    row: dict[str, Any]  # triage.paper_row: one object of the JSON export
+    csv: str  # triage.row_csv(row): one line of the CSV export (CRLF-terminated)
 
 
 class ReportData(TypedDict):
@@ -60,6 +96,11 @@ class ReportData(TypedDict):
     tags: dict[str, list[str]]  # tag id -> [label, facet id]
     facets: list[list[str]]  # [facet id, facet label], in taxonomy order
     order: dict[str, list[int]]  # sort key (triage.SORT_KEYS) -> paper indexes, ascending
+    # [value, label, [paper indexes]]: `--metric value` / `--dataset value` selects exactly
+    # those papers (a claim's field contains the value); most papers first
+    metric_facets: list[list[Any]]
+    dataset_facets: list[list[Any]]
+    csv_header: str  # triage.CSV_HEADER
 
 
 SORTS = SORT_KEYS
@@ -100,21 +141,15 @@ def highlight_segments(
 
 
 def headline(paper: Paper) -> str | None:
-    """What leads a card without a title: the TL;DR, else the abstract's first sentence."""
-    if paper.title:
+    """What leads a card without a title: the TL;DR (never a sentence of the abstract)."""
+    if paper.title or not paper.tldr:
         return None
-    if paper.tldr:
-        return display_text(paper.tldr)
-    sentences = split_sentences(display_text(paper.abstract))
-    first = sentences[0] if sentences else ""
-    return first if len(first) <= 160 else first[:159].rstrip() + "\u2026"
+    return display_text(paper.tldr)
 
 
-def _lower(value: object) -> str:
-    return normalize_ws(str(value or "")).lower()
-
-
-def report_paper(paper: Paper) -> ReportPaper:
+def report_paper(
+    paper: Paper, taxonomy: Taxonomy | None = None, forum: str = DEFAULT_FORUM_URL
+) -> ReportPaper:
     """The protocol object of one paper."""
     claims: list[ReportClaim] = []
     for c in paper.claims:
@@ -132,11 +167,17 @@ def report_paper(paper: Paper) -> ReportPaper:
                 else _opt(c.get("evidence")),
             )
         )
+    row = paper_row(paper, taxonomy, forum)
     return ReportPaper(
         id=paper.id,
+        ref=paper.ref,
+        number=paper.number,
+        url=forum_url(paper, forum),
         title=_opt(paper.title),
         headline=headline(paper),
         tldr=_opt(paper.tldr),
+        authors=list(paper.authors),
+        venue=paper.venue,
         tags=list(paper.tags),
         keywords=[display_text(k) for k in paper.keywords],
         claims=claims,
@@ -146,6 +187,40 @@ def report_paper(paper: Paper) -> ReportPaper:
         failed={k: dict(v) for k, v in paper.failed.items()},
         sources=[f"{f}:{p}" if p is not None else f for f, p in paper.sources],
         search=search_text(paper),
-        metrics=[_lower(c.get("metric")) for c in paper.claims],
-        datasets=[_lower(c.get("dataset")) for c in paper.claims],
+        metrics=claim_values(paper, "metric"),
+        datasets=claim_values(paper, "dataset"),
+        keys=paper_keys(paper),
+        row=row,
+        csv=row_csv(row),
     )
+
+
+class FacetCounter:
+    """Collects one claim field (metric or dataset) over the papers of a page, as they come."""
+
+    def __init__(self) -> None:
+        self.values: list[list[str]] = []  # per paper: lowercased values
+        self.labels: Counter[tuple[str, str]] = Counter()  # (value, as written) -> claims
+
+    def add(self, paper: Paper, key: str) -> None:
+        """One paper's values."""
+        values = claim_values(paper, key)
+        self.values.append(values)
+        for c, v in zip(paper.claims, values, strict=True):
+            if v:
+                self.labels[v, normalize_ws(str(c.get(key)))] += 1
+
+    def facets(self, limit: int = FACET_VALUES) -> list[list[Any]]:
+        """[value, label, [paper indexes]] of the values most papers mention."""
+        label: dict[str, str] = {}
+        for (value, written), _ in self.labels.most_common():
+            label.setdefault(value, written)
+        per_value = Counter(v for values in self.values for v in set(values) if v)
+        out = []
+        for value, _ in sorted(per_value.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]:
+            hits = [i for i, values in enumerate(self.values) if contains_any(values, value)]
+            out.append([value, display_text(label[value]), hits])
+        return out
+
+
+__all__ = ["CSV_HEADER", "FacetCounter", "ReportData", "ReportPaper", "report_paper"]

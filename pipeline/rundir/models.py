@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from pipeline.errors import FailureKind
 
@@ -16,12 +22,32 @@ COMPLETE_STATUSES = frozenset({"ok", "failed"})
 
 
 class SourceRef(BaseModel):
-    """Where an abstract appeared: file, 1-based position in it, and the file's own id if any."""
+    """Where an abstract appeared (file, 1-based position) and the user's identity of it there.
+
+    `paper_id` ... `affiliations` come from the input (pipeline/ingest_formats.py): the id,
+    submission number, OpenReview forum, authors, author ids, keywords, venue and author
+    affiliations. Empty ones are left out of summaries.jsonl.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     file: str
     position: int
     paper_id: str | None = None
+    number: str | None = None
+    forum: str | None = None
+    authors: tuple[str, ...] = ()
+    authorids: tuple[str, ...] = ()
+    keywords: tuple[str, ...] = ()
+    venue: str | None = None
+    affiliations: tuple[str, ...] = ()
+
+    @model_serializer(mode="wrap")
+    def _without_empty(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        return {k: v for k, v in data.items() if k in _SOURCE_KEPT or v not in (None, (), [])}
+
+
+_SOURCE_KEPT = frozenset({"file", "position"})
 
 
 class Provenance(BaseModel):

@@ -25,8 +25,11 @@ CSV_FLUSH_EVERY = 64  # summaries.jsonl is flushed per record; its CSV view may 
 
 
 def csv_columns(stage_specs: tuple[StageSpec, ...]) -> list[str]:
-    """summaries.csv header: identity, each stage's own columns, then each stage's status."""
-    columns = ["id", "title", "sources"]
+    """summaries.csv header: identity, each stage's own columns, then each stage's status.
+
+    The user's id (`paper_id`, from the input) and title lead; `id` is the content hash.
+    """
+    columns = ["paper_id", "number", "title", "id", "sources"]
     for spec in stage_specs:
         columns.extend(spec.csv_columns)
     columns.extend(f"{spec.name}_status" for spec in stage_specs)
@@ -35,9 +38,12 @@ def csv_columns(stage_specs: tuple[StageSpec, ...]) -> list[str]:
 
 def csv_row(record: SummaryRecord, stage_specs: tuple[StageSpec, ...]) -> list[Any]:
     """A flat, spreadsheet-friendly view of one summary record (cells in `csv_columns` order)."""
+    ids = list(dict.fromkeys(s.paper_id for s in record.sources if s.paper_id))
     row: list[Any] = [
-        record.id,
+        ids,
+        next((s.number for s in record.sources if s.number), ""),
         record.title or "",
+        record.id,
         "; ".join(f"{s.file}#{s.position}" for s in record.sources),
     ]
     for spec in stage_specs:

@@ -122,7 +122,11 @@ def offline(abstract: str, taxonomy: Taxonomy) -> dict[str, Any]:
 
 
 def claim_text(claim: Mapping[str, Any]) -> str:
-    """One claim as a short line: 'AUROC +5.14 % on X vs Y' or its statement if qualitative."""
+    """One claim as a line: 'AUROC +5.14 % on X vs Y: "evidence"', or its statement if qualitative.
+
+    The evidence goes next to the value, so the direction survives the flattening ("recall
+    from 100% down to 0%" is not just "recall 0 %").
+    """
     if claim.get("kind") == "quantitative":
         parts = [claim.get("metric") or "value", claim.get("value") or ""]
         if claim.get("unit"):
@@ -132,7 +136,8 @@ def claim_text(claim: Mapping[str, Any]) -> str:
             text += f" on {claim['dataset']}"
         if claim.get("comparison"):
             text += f" vs {claim['comparison']}"
-        return text
+        evidence = normalize_ws(str(claim.get("evidence") or ""))
+        return f'{text}: "{evidence}"' if evidence else text
     return claim.get("statement") or claim.get("evidence", "")
 
 

@@ -1,6 +1,7 @@
 // report.html's only script. It renders `ReportData` (pipeline/report/protocol.py) and
-// filters it; it never computes a search text or a sort order of its own: those come from
-// Python (triage.search_text, triage.sort_key), so the page agrees with `digest triage`.
+// filters it; it never computes a search text, a sort order, a facet's papers or an export
+// row of its own: those come from Python (triage.search_text, triage.sort_key,
+// triage.paper_keys, triage.paper_row / row_csv), so the page agrees with `digest triage`.
 // The DOM is built with textContent only, never from HTML strings.
 (function () {
   "use strict";
@@ -10,7 +11,8 @@
   var SORTS = Object.keys(D.order);
   var DEFAULT_SORT = SORTS.indexOf("claims") >= 0 ? "claims" : SORTS[0];
   var S = { tags: [], any: false, q: "", quant: false, failed: false, metric: "", dataset: "",
-    sort: DEFAULT_SORT, dir: "asc", page: 1 };
+    paper: "", sort: DEFAULT_SORT, dir: "asc", page: 1 };
+  var CUR = -1, SHOWN = [], PAGES = 1;
   var $ = function (id) { return document.getElementById(id); };
 
   function el(tag, cls, text) {
@@ -34,7 +36,7 @@
   var total = {};
   P.forEach(function (p) { p.tags.forEach(function (t) { total[t] = (total[t] || 0) + 1; }); });
 
-  // ---- URL state (hash, so it works from file://)
+  // ---- URL state (hash, so it works from file://); pipeline/report/protocol.py lists the keys
   function readHash() {
     var q = new URLSearchParams(location.hash.replace(/^#/, ""));
     S.tags = q.getAll("tag").filter(function (t, i, a) { return a.indexOf(t) === i; });
@@ -44,6 +46,7 @@
     S.failed = q.get("failed") === "1";
     S.metric = q.get("metric") || "";
     S.dataset = q.get("dataset") || "";
+    S.paper = q.get("paper") || "";
     S.sort = SORTS.indexOf(q.get("sort")) >= 0 ? q.get("sort") : DEFAULT_SORT;
     S.dir = q.get("dir") === "desc" ? "desc" : "asc";
     S.page = Math.max(1, parseInt(q.get("page"), 10) || 1);
@@ -51,6 +54,7 @@
   var lastHash = null;
   function writeHash() {
     var q = new URLSearchParams();
+    if (S.paper) q.set("paper", S.paper);
     S.tags.forEach(function (t) { q.append("tag", t); });
     if (S.any) q.set("mode", "any");
     if (S.q) q.set("q", S.q);
@@ -68,7 +72,8 @@
   }
   window.addEventListener("hashchange", function () {
     if (location.hash.replace(/^#/, "") === lastHash) return;
-    readHash(); syncControls(); render(false);
+    readHash(); syncControls(); CUR = -1; render(false);
+    if (S.paper) window.scrollTo(0, 0);
   });
 
   // ---- filtering (the same rules as pipeline/triage.py: matches, search_terms)
@@ -84,7 +89,8 @@
     for (var i = 0; i < values.length; i++) if (values[i].indexOf(needle) >= 0) return true;
     return false;
   }
-  function matches(p, terms, metric, dataset) {
+  function matches(p, terms, metric, dataset, paper) {
+    if (paper && p.keys.indexOf(paper) < 0) return false;
     if (S.tags.length) {
       var hits = 0;
       for (var i = 0; i < S.tags.length; i++) if (p.tags.indexOf(S.tags[i]) >= 0) hits++;
@@ -103,7 +109,11 @@
   }
   function selected() {
     var terms = searchTerms(S.q), metric = norm(S.metric), dataset = norm(S.dataset);
-    return P.filter(function (p) { return matches(p, terms, metric, dataset); }).sort(compare);
+    var paper = S.paper.trim().toLowerCase();
+    return P.filter(function (p) { return matches(p, terms, metric, dataset, paper); }).sort(compare);
+  }
+  function filtering() {
+    return !!(S.tags.length || S.q || S.quant || S.failed || S.metric || S.dataset || S.paper);
   }
 
   // ---- rendering
@@ -141,15 +151,26 @@
     return null;
   }
   function card(p) {
-    var a = el("article", "card"); a.dataset.id = p.id;
-    var h = el("h2", p.title ? "title" : "title derived", p.title || p.headline || p.id);
-    if (!p.title) h.title = p.tldr ? "No title in the input: the TL;DR" : "No title in the input: first sentence of the abstract";
+    var a = el("article", "card"); a.dataset.id = p.id; a.dataset.ref = p.ref;
+    var h = el("h2", p.title ? "title" : "title derived");
+    if (p.title) h.textContent = p.title;
+    else if (p.headline) { h.appendChild(el("span", "lead", "TL;DR")); h.appendChild(document.createTextNode(p.headline)); h.title = "No title in the input: its TL;DR"; }
+    else { h.textContent = "Untitled paper " + p.ref; h.title = "No title in the input and no TL;DR"; }
     a.appendChild(h);
     var meta = el("div", "meta");
-    meta.appendChild(el("code", null, p.id));
+    var ref;
+    if (p.url) { ref = el("a", "ref", p.ref); ref.href = p.url; ref.rel = "noopener noreferrer"; ref.target = "_blank"; ref.title = "Open the paper's forum"; }
+    else ref = el("code", "ref", p.ref);
+    meta.appendChild(ref);
+    if (p.number && p.ref !== "#" + p.number) meta.appendChild(el("span", "num", "#" + p.number));
+    if (p.ref !== p.id) { var hc = el("code", "hash", p.id); hc.title = "content hash (the stable key)"; meta.appendChild(hc); }
+    if (p.venue) meta.appendChild(el("span", "venue", p.venue));
     if (p.sources.length) meta.appendChild(el("span", null, p.sources.join(", ")));
     if (p.status.claims === "ok") meta.appendChild(el("span", "nc", p.claims.length + (p.claims.length === 1 ? " claim" : " claims") + (p.n_quantitative ? " \u00b7 " + p.n_quantitative + " quantitative" : "")));
+    var link = el("a", "plink", "permalink"); link.href = "#paper=" + encodeURIComponent(p.ref); link.title = "A link to this paper alone";
+    meta.appendChild(link);
     a.appendChild(meta);
+    if (p.authors.length) a.appendChild(el("div", "authors", p.authors.join(", ")));
     if (p.tldr && p.title) { var t = el("p", "tldr"); t.appendChild(el("b", null, "TL;DR ")); t.appendChild(document.createTextNode(p.tldr)); a.appendChild(t); }
     var chips = el("div", "chips");
     p.tags.forEach(function (t) { chips.appendChild(chip(t, S.tags.indexOf(t) >= 0)); });
@@ -216,6 +237,31 @@
     return cur;
   }
 
+  // Metric and dataset facets: each value's papers come from Python (the papers that
+  // `digest triage --metric VALUE` selects); a click puts the value in the filter field.
+  function claimFacets(rows) {
+    var inRows = new Uint8Array(P.length);
+    rows.forEach(function (p) { inRows[p.i] = 1; });
+    var box = $("claimfacets"); box.textContent = "";
+    [["metric", "Metric", D.metric_facets], ["dataset", "Dataset", D.dataset_facets]].forEach(function (g) {
+      if (!g[2].length) return;
+      var sec = el("section", "facet"); sec.dataset.claimfacet = g[0];
+      sec.appendChild(el("h3", null, g[1]));
+      var chosen = norm(S[g[0]]);
+      g[2].forEach(function (f) {
+        var n = 0;
+        f[2].forEach(function (i) { n += inRows[i]; });
+        var b = el("button", "ft" + (n ? "" : " zero") + (chosen === f[0] ? " on" : ""));
+        b.type = "button"; b.dataset.field = g[0]; b.dataset.value = f[0];
+        b.title = chosen === f[0] ? "Remove this filter" : g[1] + " contains \u201c" + f[1] + "\u201d";
+        b.appendChild(el("span", "fl", f[1]));
+        b.appendChild(el("span", "n", n));
+        sec.appendChild(b);
+      });
+      box.appendChild(sec);
+    });
+  }
+
   function chart(cur) {
     var ids = Object.keys(total).sort(function (a, b) { return total[b] - total[a] || (label(a) < label(b) ? -1 : 1); }).slice(0, 12);
     var box = $("chart"); box.textContent = "";
@@ -236,23 +282,30 @@
     });
   }
 
+  var ROWS = [];
   function render(scroll) {
-    var rows = selected();
-    var pages = Math.max(1, Math.ceil(rows.length / PAGE));
+    var rows = ROWS = selected();
+    var pages = PAGES = Math.max(1, Math.ceil(rows.length / PAGE));
     if (S.page > pages) S.page = pages;
     var cur = facets(rows);
+    claimFacets(rows);
     chart(cur);
-    var shown = rows.slice((S.page - 1) * PAGE, S.page * PAGE);
+    var shown = SHOWN = rows.slice((S.page - 1) * PAGE, S.page * PAGE);
     $("count").textContent = rows.length === P.length
       ? "All " + P.length + " papers"
       : rows.length + " of " + P.length + " papers match";
     var act = $("active"); act.textContent = "";
     S.tags.forEach(function (t) { act.appendChild(chip(t, true)); });
     if (S.tags.length > 1) act.appendChild(el("span", "mode", S.any ? "any of these tags" : "all of these tags"));
-    $("clear").hidden = !(S.tags.length || S.q || S.quant || S.failed || S.metric || S.dataset);
+    if (S.paper) act.appendChild(el("span", "mode", "paper " + S.paper));
+    $("clear").hidden = !filtering();
+    var nf = S.tags.length + [S.q, S.quant, S.failed, S.metric, S.dataset, S.paper].filter(Boolean).length;
+    $("filters-btn").textContent = nf ? "Filters (" + nf + ")" : "Filters";
     var list = $("papers"); list.textContent = "";
     if (!rows.length) list.appendChild(el("p", "empty", "No paper matches these filters."));
     shown.forEach(function (p) { list.appendChild(card(p)); });
+    if (CUR >= shown.length) CUR = shown.length - 1;
+    markCurrent(false);
     pager($("pager-top"), pages); pager($("pager-bottom"), pages);
     writeHash();
     if (scroll) window.scrollTo(0, 0);
@@ -269,6 +322,53 @@
     S.page = 1; render(false);
   }
 
+  // ---- keyboard: j / k move between papers (across pages), o opens the current one
+  function markCurrent(scroll) {
+    var cards = $("papers").querySelectorAll("article.card");
+    cards.forEach(function (c, i) { c.classList.toggle("cur", i === CUR); });
+    if (scroll && cards[CUR]) cards[CUR].scrollIntoView({ block: "nearest" });
+  }
+  function move(step) {
+    var n = SHOWN.length;
+    if (!n) return;
+    var next = CUR + step;
+    if (next >= n && S.page < PAGES) { S.page++; CUR = 0; render(false); markCurrent(true); return; }
+    if (next < 0 && CUR >= 0 && S.page > 1) { S.page--; CUR = PAGE - 1; render(false); markCurrent(true); return; }
+    CUR = Math.max(0, Math.min(n - 1, next));
+    markCurrent(true);
+  }
+  function typing(target) {
+    return target && (target.tagName === "INPUT" || target.tagName === "SELECT" || target.tagName === "TEXTAREA");
+  }
+  document.addEventListener("keydown", function (ev) {
+    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    if (ev.key === "/" && document.activeElement !== $("q")) {
+      ev.preventDefault(); document.body.classList.add("filters-open"); $("q").focus(); return;
+    }
+    if (typing(ev.target)) return;
+    if (ev.key === "j") { ev.preventDefault(); move(1); }
+    else if (ev.key === "k") { ev.preventDefault(); move(-1); }
+    else if (ev.key === "o" && CUR >= 0) {
+      var c = $("papers").querySelectorAll("article.card")[CUR];
+      if (c) { var d = c.querySelector("details.abs"); d.open = !d.open; c.scrollIntoView({ block: "nearest" }); }
+    }
+  });
+
+  // ---- export of the current selection (client-side: a Blob behind a download link)
+  function download(name, type, text) {
+    var url = URL.createObjectURL(new Blob([text], { type: type }));
+    var a = $("download");
+    a.href = url; a.download = name;
+    a.click();
+    setTimeout(function () { URL.revokeObjectURL(url); }, 10000);
+  }
+  $("export-csv").addEventListener("click", function () {
+    download("papers.csv", "text/csv;charset=utf-8", D.csv_header + ROWS.map(function (p) { return p.csv; }).join(""));
+  });
+  $("export-json").addEventListener("click", function () {
+    download("papers.json", "application/json", JSON.stringify(ROWS.map(function (p) { return p.row; }), null, 1) + "\n");
+  });
+
   // ---- summary and events
   var nq = P.filter(function (p) { return p.n_quantitative; }).length, nb = P.filter(function (p) { return p.bad; }).length;
   $("summary").textContent = P.length + " papers \u00b7 " + nq + " with quantitative results \u00b7 " +
@@ -276,12 +376,17 @@
   if (D.incomplete) { $("incomplete").hidden = false; $("incomplete").textContent = D.incomplete; }
 
   document.addEventListener("click", function (ev) {
-    var t = ev.target.closest ? ev.target.closest("[data-tag],[data-page],[data-facet],li.claim") : null;
+    var t = ev.target.closest ? ev.target.closest("[data-tag],[data-page],[data-facet],[data-field],li.claim") : null;
     if (!t) return;
     if (t.dataset.facet) { OPEN[t.dataset.facet] = !OPEN[t.dataset.facet]; render(false); return; }
     if (t.matches("input[data-tag]")) return;
     if (t.dataset.tag) { toggleTag(t.dataset.tag); return; }
-    if (t.dataset.page) { S.page = parseInt(t.dataset.page, 10); render(true); return; }
+    if (t.dataset.field) {
+      var f = t.dataset.field;
+      S[f] = norm(S[f]) === t.dataset.value ? "" : t.dataset.value;
+      $(f).value = S[f]; S.page = 1; render(false); return;
+    }
+    if (t.dataset.page) { S.page = parseInt(t.dataset.page, 10); CUR = -1; render(true); return; }
     if (t.matches("li.claim")) {
       var c = t.closest(".card"), n = t.dataset.c;
       c.querySelector("details.abs").open = true;
@@ -305,11 +410,12 @@
   $("sort").addEventListener("change", function () { S.sort = this.value; S.page = 1; render(false); });
   $("dir").addEventListener("change", function () { S.dir = this.value; S.page = 1; render(false); });
   $("clear").addEventListener("click", function () {
-    S.tags = []; S.q = ""; S.quant = false; S.failed = false; S.metric = ""; S.dataset = ""; S.page = 1;
+    S.tags = []; S.q = ""; S.quant = false; S.failed = false; S.metric = ""; S.dataset = ""; S.paper = ""; S.page = 1;
     syncControls(); render(false);
   });
-  document.addEventListener("keydown", function (ev) {
-    if (ev.key === "/" && document.activeElement !== $("q")) { ev.preventDefault(); $("q").focus(); }
+  $("filters-btn").addEventListener("click", function () {
+    var open = document.body.classList.toggle("filters-open");
+    this.setAttribute("aria-expanded", open ? "true" : "false");
   });
 
   readHash(); syncControls(); render(false);
