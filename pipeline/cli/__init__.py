@@ -23,6 +23,13 @@ from pipeline.text import terminal_safe
 COMMAND_MODULES = ["run", "evaluate", "report", "triage", "assign"]
 
 
+def say(text: str, *, err: bool = False, lines: bool = False) -> None:
+    """Text for a person at a terminal, with nothing in it that the terminal would execute
+    (`lines`: keep its line breaks). Data written to stdout for other programs goes through
+    click.echo unchanged."""
+    click.echo(terminal_safe(text, keep_newlines=lines), err=err)
+
+
 class _Group(click.Group):
     def invoke(self, ctx: click.Context):  # noqa: D102
         try:

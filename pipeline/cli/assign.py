@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from pipeline.cli import main
+from pipeline.cli import main, say
 from pipeline.cli.views import FORUM_URL, RUN_DIR, TAXONOMY, open_run, run_taxonomy
 
 
@@ -79,15 +79,15 @@ def assign_command(
     assign.write_assignments_csv(result, path, taxonomy)
     conflicts = assign.write_conflicts_csv(result, path.with_name("conflicts.csv"))
     page = write_reviewers_html(result, path.with_name("reviewers.html"), taxonomy, forum=forum_url)
-    click.echo(assign.summary(result))
+    say(assign.summary(result), lines=True)
     for keyword, why in sorted(result.ignored_keywords.items()):
-        click.echo(f"note: keyword {keyword!r} does not count as expertise ({why})", err=True)
-    click.echo(f"assignments: {path}")
-    click.echo(f"conflicts:   {conflicts}")
-    click.echo(f"reviewers:   {page}")
+        say(f"note: keyword {keyword!r} does not count as expertise ({why})", err=True)
+    say(f"assignments: {path}")
+    say(f"conflicts:   {conflicts}")
+    say(f"reviewers:   {page}")
     if result.uncovered:
-        click.echo(f"{len(result.uncovered)} paper(s) could not be covered:", err=True)
+        say(f"{len(result.uncovered)} paper(s) could not be covered:", err=True)
         for item in result.uncovered:
             paper = result.papers[item.paper_id]
-            click.echo(f"  {paper.ref}: {item.reason}", err=True)
+            say(f"  {paper.ref}: {item.reason}", err=True)
         raise SystemExit(1)

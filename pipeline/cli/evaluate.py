@@ -11,12 +11,11 @@ from pathlib import Path
 
 import click
 
-from pipeline.cli import main
+from pipeline.cli import main, say
 from pipeline.cli.options import describe_backend, run_options, settings_from_flags
 from pipeline.cli.views import RUN_DIR
 from pipeline.config import Settings
 from pipeline.rundir.writer import ensure_writable_dir
-from pipeline.text import terminal_safe
 
 
 def _eval_dir(out: Path | None, task: str, settings: Settings) -> Path:
@@ -46,7 +45,7 @@ def eval_tldr(
 ) -> None:
     """ROUGE-1/2/L of the tldr stage on SciTLDR-format JSONL, with lead-1 and oracle."""
     settings = settings_from_flags(config_path, no_progress, flags)
-    click.echo(describe_backend(settings), err=True)
+    say(describe_backend(settings), err=True)
     from pipeline.evaluation.tasks import evaluate_tldr
 
     out = _eval_dir(out, "tldr", settings)
@@ -70,7 +69,7 @@ def eval_claims(
     """Precision/recall/F1 of the claims stage against GOLD files, scored together
     (see tests/data/claims_gold*.jsonl and tests/data/GOLD.md)."""
     settings = settings_from_flags(config_path, no_progress, flags)
-    click.echo(describe_backend(settings), err=True)
+    say(describe_backend(settings), err=True)
     from pipeline.evaluation.tasks import evaluate_claims
 
     out = _eval_dir(out, "claims", settings)
@@ -89,7 +88,7 @@ def eval_tags(gold: Path, out: Path | None, config_path, no_progress, **flags) -
     """Precision/recall/F1 and primary-tag accuracy of the tags stage against GOLD
     (see tests/data/tags_gold_dev.jsonl and tests/data/GOLD.md)."""
     settings = settings_from_flags(config_path, no_progress, flags)
-    click.echo(describe_backend(settings), err=True)
+    say(describe_backend(settings), err=True)
     from pipeline.evaluation.tasks import evaluate_tags
 
     out = _eval_dir(out, "tags", settings)
@@ -116,5 +115,5 @@ def _finish(result: dict, out: Path) -> None:
     from pipeline.evaluation.tasks import markdown, write_result
 
     json_path, _ = write_result(result, out)
-    click.echo(terminal_safe(markdown(result), keep_newlines=True))
-    click.echo(terminal_safe(f"written: {json_path} (and eval.md)"))
+    say(markdown(result), lines=True)
+    say(f"written: {json_path} (and eval.md)")

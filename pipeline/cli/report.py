@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from pipeline.cli import main
+from pipeline.cli import main, say
 from pipeline.cli.views import (
     FORUM_URL,
     RUN_DIR,
@@ -54,4 +54,4 @@ def report_command(
                 stream_html_report(reader.dir, taxonomy, fh, forum=forum_url)
         return
     writer = write_html_report if fmt == "html" else write_markdown_report
-    click.echo(str(writer(reader.dir, taxonomy, out, forum=forum_url)))
+    say(str(writer(reader.dir, taxonomy, out, forum=forum_url)))

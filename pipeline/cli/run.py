@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from pipeline.cli import main
+from pipeline.cli import main, say
 from pipeline.cli.options import describe_backend, run_options, settings_from_flags
 from pipeline.cli.progress import BarProgress
 from pipeline.cli.views import point_latest
@@ -16,7 +16,6 @@ from pipeline.job import load_project_taxonomy, new_run_dir, run_job
 from pipeline.pricing import cost_line
 from pipeline.rundir import ERRORS, SUMMARIES
 from pipeline.rundir.writer import ensure_writable_dir
-from pipeline.text import terminal_safe
 
 
 @main.command("run")
@@ -117,8 +116,3 @@ def run_command(
             err=True,
         )
         raise SystemExit(1)
-
-
-def say(line: str, *, err: bool = False) -> None:
-    """One line of the run summary, with nothing in it that a terminal would execute."""
-    click.echo(terminal_safe(line), err=err)

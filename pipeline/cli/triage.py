@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from pipeline.cli import main
+from pipeline.cli import main, say
 from pipeline.cli.views import (
     FORUM_URL,
     RUN_DIR,
@@ -123,6 +123,6 @@ def triage_command(
             width = shutil.get_terminal_size((120, 24)).columns
             fh.write(triage.format_table(papers, taxonomy, width=width) + "\n")
     if out is not None and not is_stdout(out):
-        click.echo(f"{len(papers)} paper(s): {out}", err=True)
+        say(f"{len(papers)} paper(s): {out}", err=True)
     elif fmt == "table":
-        click.echo(f"{len(papers)} paper(s)", err=True)
+        say(f"{len(papers)} paper(s)", err=True)
