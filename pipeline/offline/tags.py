@@ -31,11 +31,13 @@ from itertools import compress
 from operator import or_
 from typing import NamedTuple
 
+from pipeline.offline import tag_rules
 from pipeline.taxonomy import Taxonomy
 
 MAX_TAGS = 6
 MAX_KEYWORDS = 5
 CONTRIBUTION_FACET = "contribution"
+GENERIC_CONTRIBUTION = "new-method"
 _MAX_CHARS = 20_000
 
 # Tags that say little on their own; their mentions count less (ids not in a taxonomy are ignored).
@@ -58,6 +60,7 @@ LEAD_WEIGHT = 1.5  # mentions in the first two sentences
 CONTRIBUTION_PHRASE_WEIGHT = 0.3  # a bare "benchmark" or "analysis" is weak evidence of the type
 MIN_SCORE = 1.2  # a topical tag needs about one full mention ...
 RELATIVE_SCORE = 0.25  # ... and this fraction of the best tag's score
+MIN_CONTRIBUTION_SCORE = 1.0  # cue weight a contribution type needs before phrases count
 SECOND_CONTRIBUTION = 0.8  # a runner-up contribution type this close to the best is kept too
 REPEAT_DECAY = 0.75  # the k-th mention of a tag counts REPEAT_DECAY**(k-1): repetition saturates
 MAX_CUE_HITS = 3  # one cue repeated counts at most this often
@@ -157,13 +160,27 @@ class Matcher:
     ci_starts: dict[str, tuple[int, ...]] = field(default_factory=dict)
     cs_starts: dict[str, tuple[int, ...]] = field(default_factory=dict)
     conflicts: list[tuple[str, str, str]] = field(default_factory=list)
+    weak: set[tuple[str, tuple[str, ...]]] = field(default_factory=set)
+    cues: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
+    families: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        """Index every label and synonym of every tag."""
+        """Index every label and synonym of every tag, and the context rules that apply."""
         for tag in self.taxonomy.tags.values():
             for phrase in (tag.label, *tag.synonyms):
                 for sensitive, key in _phrase_variants(phrase):
                     self._add(sensitive, key, tag.id, phrase)
+        tags = self.taxonomy.tags
+        for tag_id, phrases in tag_rules.WEAK.items():
+            for phrase in phrases if tag_id in tags else ():
+                for _sensitive, key in _phrase_variants(phrase):
+                    self.weak.add((tag_id, key))
+        for tag_id, words in tag_rules.CUES.items():
+            if tag_id in tags:
+                self.cues[tag_id] = tuple(
+                    tuple(_forms(t)[1] for t in _TOKEN.findall(w)) for w in words
+                )
+        self.families = {k: v for k, v in tag_rules.FAMILY_SUFFIXES.items() if v in tags}
 
     def _add(self, sensitive: bool, key: tuple[str, ...], tag_id: str, phrase: str) -> None:
         """Index one phrase variant; a key already owned by another tag is a conflict."""
@@ -270,12 +287,78 @@ class _Analysis:
         )
         self.definitions = _definitions(text)
         self.aliases = _aliases(matcher, self.definitions)
-        mentions = _weigh(matcher.scan(cs, ci, self.aliases), text)
-        self.mentions = [m for m in mentions if not self._negated(m.start)]
+        found = matcher.scan(cs, ci, self.aliases)
+        if matcher.families:
+            found = _with_families(found, cs, matcher.families)
+        found = [m for m in found if not self._cancelled(m)]
+        self.mentions = _weigh(_in_context(found, matcher, cs, ci), text)
 
-    def _negated(self, start: int) -> bool:
-        """'no target fine-tuning', 'without RLHF': a negated mention is not a topic."""
-        return any(t in _NEGATORS for t in self.lower[max(0, start - 2) : start])
+    def _cancelled(self, m: Mention) -> bool:
+        """A negated ('without RLHF'), contrasted ('unlike GANs') or hyphen-qualified
+        ('DNA-like', 'attention-free') mention is not a topic of the abstract."""
+        lower, start = self.lower, m.start
+        if any(t in _NEGATORS for t in lower[max(0, start - 2) : start]):
+            return True
+        if m.end < len(lower) and self.seps[m.end] == "-" and lower[m.end] in _SUFFIX_BLOCKERS:
+            return True
+        before = lower[max(0, start - 2) : start]
+        return any(before[len(before) - len(p) :] == p for p in tag_rules.PASSING_BEFORE)
+
+
+_SUFFIX_BLOCKERS = tag_rules.SUFFIX_BLOCKERS
+
+
+def _with_families(
+    found: list[Mention], cs: tuple[str, ...], families: dict[str, str]
+) -> list[Mention]:
+    """Add names that end in a model family ('CycleGAN', 'DistilBERT') not matched otherwise."""
+    covered = {i for m in found for i in range(m.start, m.end)}
+    extra = []
+    for i, token in enumerate(cs):
+        tag_id = _family_of(token, families)
+        if tag_id is not None and i not in covered:
+            extra.append(Mention(tag_id, i, i + 1))
+    return sorted(found + extra, key=lambda m: m.start) if extra else found
+
+
+def _family_of(token: str, families: dict[str, str]) -> str | None:
+    """The family tag of a compound name token: 'WGAN', 'BiLSTM' (not 'GAN' itself)."""
+    for suffix, tag_id in families.items():
+        if len(token) > len(suffix) and token.endswith(suffix):
+            return tag_id
+    return None
+
+
+def _in_context(
+    found: list[Mention], matcher: Matcher, cs: tuple[str, ...], ci: tuple[str, ...]
+) -> list[Mention]:
+    """Drop a tag's weak mentions unless a strong mention or one of its cue words backs them."""
+    weak = matcher.weak
+    if not weak:
+        return found
+    strong: set[str] = set()
+    weak_tags: set[str] = set()
+    for m in found:
+        key = (m.tag, ci[m.start : m.end])
+        if key in weak or (m.tag, cs[m.start : m.end]) in weak:
+            weak_tags.add(m.tag)
+        else:
+            strong.add(m.tag)
+    unsupported = weak_tags - strong
+    if not unsupported:
+        return found
+    words = set(ci)
+    joined = f" {' '.join(ci)} "
+    backed = {
+        t
+        for t in unsupported
+        if any(
+            (cue[0] in words) if len(cue) == 1 else f" {' '.join(cue)} " in joined
+            for cue in matcher.cues.get(t, ())
+        )
+    }
+    dropped = unsupported - backed
+    return [m for m in found if m.tag not in dropped] if dropped else found
 
 
 def _title_end(text: str) -> int:
@@ -415,7 +498,7 @@ _SEQ_CUES: list[tuple[str, tuple[str, ...], float]] = [
         "theoretical-analysis",
         ("upper|lower|generalization|regret|error|tight", "bound|bounds"),
         1.5,
-    ),
+    ),  # counted once: "an upper bound on the likelihood" repeated is an objective, not a theorem
     ("theoretical-analysis", ("bounds|bounded",), 0.8),
     ("theoretical-analysis", ("convergence", "rate|rates|guarantee|guarantees|analysis"), 1.2),
     ("theoretical-analysis", ("theoretical|theoretically",), 1.0),
@@ -438,7 +521,7 @@ _SEQ_CUES: list[tuple[str, tuple[str, ...], float]] = [
             "systematic|empirical|comprehensive|controlled",
             "study|analysis|evaluation|investigation",
         ),
-        2.0,
+        3.0,
     ),
     ("empirical-study", ("large", "scale", "study|analysis|evaluation|investigation"), 2.0),
     ("survey", ("this|we", "survey|review"), 3.0),
@@ -491,6 +574,7 @@ def _cue_index() -> dict[str, list[tuple[int, tuple[frozenset[str], ...], int]]]
 
 _CUE_INDEX = _cue_index()
 _CUE_TAGS = [(tag, w) for tag, _s, w in _SEQ_CUES] + [(c[0], c[4]) for c in _WINDOW_CUES]
+_ONCE_CUES = {k: 1 for k, (_t, slots, _w) in enumerate(_SEQ_CUES) if slots[-1] == "bound|bounds"}
 
 
 def _cue_hits(lower: tuple[str, ...]) -> Counter[int]:
@@ -519,15 +603,17 @@ def _contribution_scores(analysis: _Analysis, tax: Taxonomy) -> dict[str, float]
     scores: defaultdict[str, float] = defaultdict(float)
     for k, count in _cue_hits(analysis.lower).items():
         tag_id, weight = _CUE_TAGS[k]
-        scores[tag_id] += weight * min(count, MAX_CUE_HITS)
+        scores[tag_id] += weight * min(count, _ONCE_CUES.get(k, MAX_CUE_HITS))
     if not analysis.text.isascii():
         for tag_id, needles, weight in _CJK_CUES:
             hits = sum(analysis.text.count(s) for s in needles)
             scores[tag_id] += weight * min(hits, MAX_CUE_HITS)
+    # A type needs a cue; a bare phrase ("dataset", "analysis") only adds to one that fired.
+    cued = {t for t, v in scores.items() if v >= MIN_CONTRIBUTION_SCORE}
     for m in analysis.mentions:
-        if tax.facet_of[m.tag] == CONTRIBUTION_FACET:
+        if m.tag in cued:
             scores[m.tag] += CONTRIBUTION_PHRASE_WEIGHT * m.weight
-    return {t: s for t, s in scores.items() if s > 0 and t in tax.tags}
+    return {t: scores[t] for t in cued if t in tax.tags}
 
 
 def _fallback_contribution(tax: Taxonomy) -> str:
@@ -577,9 +663,13 @@ def _contributions(analysis: _Analysis, matcher: Matcher) -> list[str]:
 
 
 def _select(analysis: _Analysis, matcher: Matcher) -> list[str]:
-    """1..MAX_TAGS ids: topical tags best first, then the contribution type(s)."""
+    """1..MAX_TAGS ids: topical tags best first, then a specific contribution type (or two);
+    `new-method` only when nothing else applies."""
     kinds = _contributions(analysis, matcher)
     topical = _topical(analysis, matcher)
+    if topical or len(kinds) > 1:
+        # Almost every paper proposes something: the generic type only fills an empty list.
+        kinds = [k for k in kinds if k != GENERIC_CONTRIBUTION]
     if len(topical) + len(kinds) > MAX_TAGS:
         kinds = kinds[:1]
     return topical[: MAX_TAGS - len(kinds)] + [k for k in kinds if k not in topical]
