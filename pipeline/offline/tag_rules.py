@@ -33,11 +33,21 @@ WEAK: dict[str, tuple[str, ...]] = {
     "test-time-scaling": ("best-of-n", "self-consistency"),
     "evaluation-methodology": ("human evaluation", "automatic evaluation", "reproducibility"),
     "game-theory-economics": ("market", "incentive", "voting"),
-    "optimization-algorithms": ("convergence rate", "momentum", "learning rate"),
     "regularization-objectives": ("auxiliary loss", "training objective"),
     "bayesian-methods": ("importance sampling", "markov chain", "probabilistic model"),
     "generalization-ood": ("generalization",),
     "text-classification": ("natural language understanding",),
+    "model-based-rl": ("model-based", "transition model", "environment dynamics"),
+    "3d-vision": ("multi-view", "3d", "mesh"),
+    "societal-impact": ("social media", "regulation", "market"),
+    "factual-knowledge": ("memorization", "memorize"),
+    "efficiency": ("speed-up", "throughput", "latency"),
+    "optimization-algorithms": ("convergence rate", "momentum", "learning rate", "gradient descent",
+                                "stochastic gradient descent", "SGD"),
+    "neural-odes": ("stochastic differential equation", "ordinary differential equation"),
+    "summarization": ("summaries",),
+    "graph-learning": ("graph structure",),
+    "dialogue-systems": ("conversational", "response generation"),
 }
 
 CUES: dict[str, tuple[str, ...]] = {
@@ -57,6 +67,9 @@ CUES: dict[str, tuple[str, ...]] = {
     ),
     "optimal-transport": ("transport", "sinkhorn", "coupling", "earth", "barycenter"),
     "large-language-models": ("pretrained", "pre-trained", "large", "bert", "gpt", "llm"),
+    "multimodal-learning": (
+        "modality", "audio", "acoustic", "visual", "vision", "sensor", "video", "speech",
+    ),
     "genomics-biology": (
         "gene", "genome", "genomic", "sequencing", "transcriptomic", "chromatin", "nucleotide",
     ),
@@ -68,7 +81,8 @@ CUES: dict[str, tuple[str, ...]] = {
         "buyer", "welfare", "strategic",
     ),
     "optimization-algorithms": (
-        "optimizer", "sgd", "adam", "gradient descent", "convex", "nonconvex", "non-convex",
+        "optimizer", "adam", "convex", "nonconvex", "non-convex", "step size", "adaptive",
+        "convergence", "accelerated", "variance reduction",
     ),
     "regularization-objectives": ("regularizer", "penalty", "regularize", "regularized"),
     "bayesian-methods": ("bayesian", "posterior", "prior", "mcmc", "variational"),
@@ -77,6 +91,15 @@ CUES: dict[str, tuple[str, ...]] = {
         "new environment", "new domain", "novel environment",
     ),
     "text-classification": ("classification", "sentiment", "glue", "entailment", "nli"),
+    "model-based-rl": ("reinforcement", "rl", "agent", "reward", "policy", "planning"),
+    "3d-vision": ("depth", "camera", "scene", "point cloud", "reconstruction", "geometry", "shape"),
+    "societal-impact": ("misinformation", "polarization", "society", "societal", "harm"),
+    "factual-knowledge": ("fact", "factual", "knowledge", "language model", "llm"),
+    "efficiency": ("inference", "computation", "computational", "flop", "hardware", "gpu"),
+    "neural-odes": ("neural", "latent", "adjoint", "continuous-time", "continuous-depth"),
+    "summarization": ("document", "article", "rouge", "abstractive", "extractive", "news"),
+    "graph-learning": ("node", "edge", "vertex", "vertices", "graph neural", "gnn"),
+    "dialogue-systems": ("dialogue", "dialog", "conversation", "utterance", "chatbot", "reply"),
 }
 
 FAMILY_SUFFIXES: dict[str, str] = {

@@ -492,7 +492,8 @@ _SEQ_CUES: list[tuple[str, tuple[str, ...], float]] = [
     ("new-method", ("our|proposed", "method|approach|framework|algorithm|architecture"), 1.0),
     ("new-method", ("outperform|outperforms|outperforming|outperformed",), 1.0),
     ("new-method", ("novel", "method|approach|framework|architecture|algorithm"), 1.0),
-    ("theoretical-analysis", ("we", "prove|derive"), 2.5),
+    ("theoretical-analysis", ("we", "prove"), 2.5),
+    ("theoretical-analysis", ("we", "derive"), 1.2),  # also estimators and update rules
     ("theoretical-analysis", ("theorem|theorems|provable|provably|guarantee|guarantees",), 1.2),
     (
         "theoretical-analysis",
@@ -530,6 +531,7 @@ _SEQ_CUES: list[tuple[str, tuple[str, ...], float]] = [
     ("position-paper", ("position", "paper"), 4.0),
     ("position-paper", ("this", "position"), 4.0),
     ("system-tooling", ("open", "source", "library|toolkit|tool|package|platform"), 2.5),
+    ("system-tooling", ("is|a|an|our", "library|toolkit"), 2.0),
 ]
 _INTRO = "introduce|introduces|present|presents|propose|proposes|construct|constructs|release|releases|curate|curates|build|builds|create|creates"
 # (tag id, trigger words, target words, window, weight): a target within `window` tokens after a trigger.
