@@ -312,21 +312,38 @@ def _with_families(
     found: list[Mention], cs: tuple[str, ...], families: dict[str, str]
 ) -> list[Mention]:
     """Add names that end in a model family ('CycleGAN', 'DistilBERT') not matched otherwise."""
-    covered = {i for m in found for i in range(m.start, m.end)}
     extra = []
     for i, token in enumerate(cs):
-        tag_id = _family_of(token, families)
-        if tag_id is not None and i not in covered:
-            extra.append(Mention(tag_id, i, i + 1))
+        suffix = _family_suffix(token)
+        if suffix is not None and suffix in families:
+            extra.append(Mention(families[suffix], i, i + 1))
+    if not extra:
+        return found
+    covered = {i for m in found for i in range(m.start, m.end)}
+    extra = [m for m in extra if m.start not in covered]
     return sorted(found + extra, key=lambda m: m.start) if extra else found
 
 
-def _family_of(token: str, families: dict[str, str]) -> str | None:
-    """The family tag of a compound name token: 'WGAN', 'BiLSTM' (not 'GAN' itself)."""
-    for suffix, tag_id in families.items():
+class _SuffixCache(dict[str, str | None]):
+    """Token -> the model-family suffix it ends in (or None), filled on demand."""
+
+    def __missing__(self, token: str) -> str | None:
+        if len(self) >= _FORMS_CACHE_SIZE:
+            self.clear()
+        found = self[token] = _suffix_of(token)
+        return found
+
+
+def _suffix_of(token: str) -> str | None:
+    """The family a name token ends in: 'CycleGAN', 'BiLSTM' (not 'GAN' itself, and not an
+    all-caps word such as 'ORGAN' that merely ends in the letters)."""
+    for suffix in tag_rules.FAMILY_SUFFIXES:
         if len(token) > len(suffix) and token.endswith(suffix):
-            return tag_id
+            return None if token[: -len(suffix)].isupper() else suffix
     return None
+
+
+_family_suffix = _SuffixCache().__getitem__
 
 
 def _in_context(
@@ -753,8 +770,28 @@ _NOT_CONTENT = _STOP | _wordset(
     being how what when where why who whether towards toward remains remain lead leads leading
     yield yields captures capture enables enable allows allow provides provide makes make shown
     given known called named respectively only not all any some same several multiple single
-    standard fundamental typically widely"""
+    standard fundamental typically widely about neural network networks deep"""
 )
+# Words that may follow the last word of a noun phrase (function words, common verbs); any
+# other word right after it continues the phrase ("few shot link [prediction]").
+_VERBS = _wordset(
+    """show shows achieve achieves improve improves
+    outperform outperforms learn learns lead leads yield yields allow allows enable enables
+    use uses require requires provide provides perform performs make makes capture captures
+    produce produces reduce reduces increase increases remain remains become becomes depend
+    depends consist consists contain contains help helps work works fail fails give gives
+    generate generates exhibit exhibits suggest suggests demonstrate demonstrates reveal
+    reveals scale scales converge converges"""
+)
+_AFTER_PHRASE = _STOP | _VERBS | _wordset(
+    """is are was were be been being can could may might will would should must has have had
+    do does did not also than then while when where whether but both each such like across
+    within without per up out about including under over after before because since during
+    against toward towards among along beyond so if thus hence therefore only even yet still
+    which who whose what how respectively"""
+)
+# A gerund after these is a verb ("by generating synthetic data"), not the start of a phrase.
+_GERUND_BEFORE = _wordset("by for of in when while after before without from through via")
 
 
 def _is_content(word: str) -> bool:
@@ -777,7 +814,9 @@ def _phrase(words_and_seps: tuple[str, ...]) -> str | None:
             return None
         else:
             words.append(token)
-    return " ".join(words) if len(words) >= 2 and all(map(_is_content, words)) else None
+    if len(words) < 2 or not all(map(_is_content, words)) or not _VERBS.isdisjoint(words):
+        return None
+    return " ".join(words)
 
 
 def _repeated_phrases(analysis: _Analysis) -> list[str]:
@@ -809,14 +848,30 @@ def _free_ngrams(
     is_repeated = [*map(repeated.__contains__, zip(low, gaps, low[1:], strict=False)), False]
     out: Counter[tuple[str, ...]] = Counter()
     for i in compress(range(len(low) - 1), is_repeated):
-        if i and glued[i - 1]:
+        if (i and glued[i - 1]) or not _starts_phrase(low, gaps, i):
             continue
         pair = (low[i], gaps[i], low[i + 1])
-        if not glued[i + 1]:
+        if not glued[i + 1] and _ends_phrase(low, gaps, i + 1):
             out[pair] += 1
-        if is_repeated[i + 1] and not glued[i + 2]:
+        if is_repeated[i + 1] and not glued[i + 2] and _ends_phrase(low, gaps, i + 2):
             out[(*pair, gaps[i + 1], low[i + 2])] += 1
     return out
+
+
+def _starts_phrase(low: tuple[str, ...], gaps: list[str], i: int) -> bool:
+    """Token i can open a noun phrase: not an infinitive ('to solve ...') or a gerund verb."""
+    if i == 0 or gaps[i - 1].strip():
+        return True
+    before = low[i - 1]
+    return before != "to" and not (low[i].endswith("ing") and before in _GERUND_BEFORE)
+
+
+def _ends_phrase(low: tuple[str, ...], gaps: list[str], j: int) -> bool:
+    """Token j can close a noun phrase: punctuation, a function word or a verb comes next."""
+    if j + 1 >= len(low) or gaps[j].strip():
+        return True
+    nxt = low[j + 1]
+    return nxt in _AFTER_PHRASE or nxt.endswith(("ly", "ed")) or not nxt[:1].isalpha()
 
 
 def _phrase_keywords(analysis: _Analysis, matcher: Matcher) -> Iterator[str]:
