@@ -72,7 +72,7 @@ def test_dr_ggad_mean_auroc_gain():
     claim = _by_value(claims, "5.14")
     assert claim["kind"] == "quantitative"
     assert claim["value"].lstrip("+") == "5.14"
-    assert claim["metric"] == "AUROC"
+    assert claim["metric"] == "mean AUROC"
     assert claim["unit"] == "%"
     assert "+5.14%" in claim["evidence"]
     assert claim["comparison"] and "best prior GGAD" in claim["comparison"]
@@ -169,7 +169,7 @@ def test_abstracts_without_results_give_no_claims(needle):
 @pytest.mark.parametrize(
     ("text", "value", "unit", "metric", "dataset"),
     [
-        ("Our model is 2.3x faster than the dense baseline.", "2.3", "x", "speed", None),
+        ("Our model is 2.3x faster than the dense baseline.", "2.3", "x", "speedup", None),
         ("The new loss reduces error by 30% relative to cross-entropy.", "30", "%", "error", None),
         ("It achieves 85.2% accuracy on ImageNet.", "85.2", "%", "accuracy", "ImageNet"),
         ("We improve BLEU from 41.2 to 48.9 on WMT14.", "48.9", None, "BLEU", "WMT14"),

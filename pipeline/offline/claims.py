@@ -10,21 +10,25 @@ it is verbatim; the claim dicts have the fields of `pipeline.schemas.Claim` exce
 
 from __future__ import annotations
 
-import itertools
 import re
-from dataclasses import dataclass
 from typing import Any
 
+from pipeline.offline.claim_metric import quantitative_metric
+from pipeline.offline.claim_numbers import (
+    Hit,
+    math_view,
+    scan_numbers,
+)
 from pipeline.stages.claims import MAX_CLAIMS
-from pipeline.text import NUMBER_RE, display_text, split_sentences
+from pipeline.text import display_text, split_sentences
 
 # Abstracts are ~2 kB; anything far beyond that is not an abstract, so only its head is read.
 _MAX_CHARS = 20_000
 _MAX_EVIDENCE_CHARS = 300
 _MAX_EVIDENCE_WORDS = 40
 _MIN_CLAUSE_WORDS = 4
+_MIN_EVIDENCE_CHARS = 8  # what the Claim schema accepts as evidence
 _MAX_PHRASE_WORDS = 7
-_MAX_NUMBERS = 100  # per sentence; real ones have a handful, number dumps are not abstracts
 
 _I = re.IGNORECASE
 
@@ -99,48 +103,6 @@ _LEAD_IN = re.compile(
 
 # --- numbers ---------------------------------------------------------------------------
 
-_JUNK_TOKEN = ("://", "www.", "$", "=", "^", "_", "{", "}", "\\frac")
-_PERCENT = re.compile(r"\s?\\?%")
-_POINTS = re.compile(r"\s?(?:pp\b|p\.p\.|percentage[\s-]points?\b)", _I)
-_TIMES = re.compile(r"\s?[x×X](?![\w])|\s+times\b|-?fold\b", _I)
-_RATIO_UNITS = {"%", "pp", "x", "points"}
-_MEASURE = re.compile(
-    r"\s(?P<unit>ms|s|sec|seconds|minutes|min|hours|h|days|GB|MB|TB|GiB|MiB|GPU[- ]hours)\b"
-)
-_MEASURE_CUE = re.compile(r"reduc|\bcut|lower|faster|speed|latency|\btime|memory|down\b|sav", _I)
-_CONDITION_BEFORE = re.compile(
-    r"\b(?:using|with\s+only|only|on|at|under|prun\w*|mask\w*|remov\w*|dropp?\w*|keep\w*"
-    r"|sampl\w*)\s+(?:the\s+|a\s+)?(?:first\s+|top\s+|last\s+|random\s+)?[~∼≈]?$",
-    _I,
-)
-_PLAIN_POINTS = re.compile(r"\s+(?:points?|pts)\b", _I)
-_MULT_AFTER = re.compile(
-    r"\s*(?:faster|speed-?ups?|acceleration|fewer|less|smaller|cheaper|lower|reduction"
-    r"|compression|improvement|higher|more|better|gains?|increase|throughput)\b",
-    _I,
-)
-_MULT_BEFORE = re.compile(
-    r"(?:speed-?up|acceleration|up\s+to|by|achiev\w*|yield\w*|deliver\w*|reduc\w*|faster"
-    r"|cuts?|of|a)\s*[~∼≈]?$",
-    _I,
-)
-_GAIN_BEFORE = re.compile(r"(?:\bby|\+|\bof|\bgains?|\bimprov\w*)\s*$", _I)
-_RANGE = re.compile(r"\s?[-–]\s?(?=\d)")
-_FROM = re.compile(r"\bfrom\s+[+~∼≈]?$", _I)
-_TO = re.compile(r"\s+(?:down\s+|up\s+)?to\s+[+~∼≈]?", _I)
-_BY_BEFORE = re.compile(r"\bby\s+(?:about\s+|around\s+|over\s+|more\s+than\s+|up\s+to\s+)?$", _I)
-_METRIC_NAMES = (
-    r"accuracy|AUROC|AUPRC|AUC|F1(?:[\s-]score)?|BLEU|ROUGE(?:-\w+)?|METEOR|CIDEr|perplexity|PPL"
-    r"|FID|mAP|mIoU|IoU|exact match|EM|recall|precision|success rate|win rate|pass@\d+"
-    r"|error rate|error|WER|CER|NDCG(?:@\d+)?|MRR|Hits@\d+|correlation|agreement|reward"
-    r"|Spearman|Pearson|MSE|MAE|RMSE|Elo|score"
-)
-_METRIC_BEFORE = re.compile(
-    rf"\b(?:{_METRIC_NAMES})\s*(?:score\s+)?(?:of|=|:|at|to|reaches|reaching)?\s*"
-    r"(?:about\s+|around\s+|approximately\s+|[~∼≈]\s?)?$",
-    _I,
-)
-_METRIC_AFTER = re.compile(rf"\s+(?:{_METRIC_NAMES})\b", _I)
 _MODIFIER = re.compile(r"\b([a-z][\w-]*)\s+$", _I)
 _METRIC = re.compile(
     r"(?P<head>\b(?:top-\d\s+accuracy|accuracy|accurate(?:ly)?"
@@ -167,11 +129,6 @@ _AFTER_WORD = re.compile(
 _PREPOSITION_START = re.compile(r"(?:with|at|by|in|on|for|of|to)\s", _I)
 _CHANGE_OBJECT = re.compile(
     r"\b(?:improvements?|gains?|increases?|reductions?|decreases?|drops?)\s+(?:in|of)\s+(?!\d)",
-    _I,
-)
-_VERB_OBJECT = re.compile(
-    r"\b(?:improv(?:es|ed|e|ing)|enhanc(?:es|ed|e|ing)|boost(?:s|ed|ing)?|reduc(?:es|ed|e|ing)"
-    r"|increas(?:es|ed|e|ing)|lower(?:s|ed|ing)?|cut(?:s|ting)?|decreas(?:es|ed|e|ing))\s+",
     _I,
 )
 _ADJ_METRIC = {
@@ -307,17 +264,6 @@ _BAD_PHRASE_START = _words(
 )
 
 
-@dataclass(frozen=True)
-class _Hit:
-    """A result number in a sentence: its span (sign, range, "from A to B" included), value, unit."""
-
-    start: int
-    end: int
-    num_start: int
-    value: str
-    unit: str | None
-
-
 def extract_claims(text: str) -> list[dict[str, Any]]:
     """Claimed results of an abstract as Claim-shaped dicts (no `span`); [] when it reports none."""
     if not isinstance(text, str):
@@ -327,16 +273,34 @@ def extract_claims(text: str) -> list[dict[str, Any]]:
     for idx, sentence in enumerate(sentences):
         if _is_background_sentence(sentence, idx, len(sentences)):
             continue
-        quantitative = _quantitative(sentence)
+        view = math_view(sentence)  # same offsets; simple LaTeX numbers made plain
+        quantitative = _quantitative(view)
         if quantitative:
-            found.extend((idx, pos, claim) for pos, claim in quantitative)
+            found.extend(
+                (idx, pos, _grounded(claim, sentence, view)) for pos, claim in quantitative
+            )
             continue
         if _SUMMARY_OPENER.search(sentence) and found:
             continue  # a closing restatement of results already extracted
-        qualitative = _qualitative(sentence)
+        qualitative = _qualitative(view)
         if qualitative:
-            found.append((idx, 0, qualitative))
+            found.append((idx, 0, _grounded(qualitative, sentence, view)))
     return _select(found)
+
+
+def _grounded(claim: dict[str, Any], sentence: str, view: str) -> dict[str, Any]:
+    """The claim with its evidence cut from the sentence as written (not its math view),
+    widened to whole math spans ('$\\sim$36\\%', not 'm$36\\%')."""
+    a, b = claim.pop("_span")
+    if view is not sentence:
+        while a > 0 and view[a - 1] != sentence[a - 1]:
+            a -= 1
+        if a > 0 and view[a] != sentence[a] and sentence[a - 1] == "$":
+            a -= 1
+        while b < len(sentence) and view[b] != sentence[b]:
+            b += 1
+    claim["evidence"] = sentence[a:b]
+    return claim
 
 
 def _select(found: list[tuple[int, int, dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -397,7 +361,7 @@ def _background_before(sentence: str, pos: int) -> bool:
 def _quantitative(sentence: str) -> list[tuple[int, dict[str, Any]]]:
     if not _DIGIT.search(sentence):
         return []
-    hits = [h for h in _scan_numbers(sentence) if not _about_others(sentence, h.start)]
+    hits = [h for h in scan_numbers(sentence) if not _about_others(sentence, h.start)]
     if not hits or _describes_method(sentence, hits[0]):
         return []
     segments = _segments(sentence)
@@ -411,125 +375,11 @@ def _quantitative(sentence: str) -> list[tuple[int, dict[str, Any]]]:
     return out
 
 
-def _describes_method(sentence: str, first: _Hit) -> bool:
+def _describes_method(sentence: str, first: Hit) -> bool:
     """A method or setup sentence ('we mask 15% of tokens') with no result cue near its numbers."""
     if _METHOD_SENTENCE.search(sentence):
         return not _RESULT_CUE.search(sentence, max(0, first.start - 60))
     return bool(_SETUP_SENTENCE.search(sentence)) and not _RESULT_CUE.search(sentence)
-
-
-def _scan_numbers(sentence: str) -> list[_Hit]:
-    hits: list[_Hit] = []
-    consumed = -1
-    for m in itertools.islice(NUMBER_RE.finditer(sentence), _MAX_NUMBERS):
-        if m.start() < consumed or _junk_number(sentence, m.start(), m.end()):
-            continue
-        hit = _pair_or_range(sentence, m) or _with_unit(sentence, m) or _bare_metric(sentence, m)
-        if hit is not None:
-            hits.append(hit)
-            consumed = hit.end
-    return hits
-
-
-def _junk_number(s: str, a: int, b: int) -> bool:
-    """Numbers that are names, math or addresses: GPT-4, 7B, 2D, 1+1, $p \\in (1, 2]$, URLs."""
-    prev = s[a - 1] if a else " "
-    before = s[a - 2] if a >= 2 else " "
-    nxt = s[b] if b < len(s) else " "
-    after = s[b + 1] if b + 1 < len(s) else " "
-    if prev in "-+" and before.isalnum():
-        return True
-    if prev in "@^_{/=*<\\'’":
-        return True
-    if nxt in "^_}/=*'’" or (nxt == "+" and after.isdigit()):
-        return True
-    if nxt.isalpha() and not (nxt in "xX×" and not after.isalnum()) and s[b : b + 2] != "pp":
-        return True
-    left = s.rfind(" ", 0, a) + 1
-    right = s.find(" ", b)
-    token = s[left : right if right >= 0 else len(s)]
-    return any(mark in token for mark in _JUNK_TOKEN)
-
-
-def _signed(s: str, a: int) -> int:
-    """Start of the number including a written sign ("+5.14"), else `a`."""
-    if a and s[a - 1] in "+−" and (a < 2 or not s[a - 2].isalnum()):
-        return a - 1
-    return a
-
-
-def _unit_at(s: str, b: int) -> tuple[str | None, int]:
-    """The unit written right after a number ending at `b`, and where it ends."""
-    for pattern, unit in ((_PERCENT, "%"), (_POINTS, "pp"), (_TIMES, "x")):
-        m = pattern.match(s, b)
-        if m:
-            return unit, m.end()
-    m = _PLAIN_POINTS.match(s, b)
-    if m:
-        return "points", m.end()
-    m = _MEASURE.match(s, b)
-    if m:
-        return m.group("unit"), m.end()
-    return None, b
-
-
-def _pair_or_range(s: str, m: re.Match[str]) -> _Hit | None:
-    """'from A (down) to B' (value B) or a range 'A-B%' (value as written)."""
-    unit, end = _unit_at(s, m.end())
-    dash = _RANGE.match(s, end)
-    if dash:
-        second = NUMBER_RE.match(s, dash.end())
-        if second:
-            unit2, end2 = _unit_at(s, second.end())
-            if unit2 in _RATIO_UNITS and unit in {None, unit2}:
-                start = _signed(s, m.start())
-                return _Hit(start, end2, start, s[start : second.end()], unit2)
-    if not _FROM.search(s, max(0, m.start() - 12), m.start()):
-        return None
-    to = _TO.match(s, end)
-    second = NUMBER_RE.match(s, to.end()) if to else None
-    if second is None or _junk_number(s, second.start(), second.end()):
-        return None
-    unit2, end2 = _unit_at(s, second.end())
-    unit = unit2 or unit
-    if unit is None and not _METRIC.search(s, max(0, m.start() - 80), m.start()):
-        return None
-    start = s.rfind("from", 0, m.start())
-    return _Hit(start, end2, second.start(), second.group(0), unit)
-
-
-def _with_unit(s: str, m: re.Match[str]) -> _Hit | None:
-    unit, end = _unit_at(s, m.end())
-    if unit is None:
-        return None
-    before = s[max(0, m.start() - 30) : _signed(s, m.start())]
-    if unit == "x" and not (_MULT_AFTER.match(s, end) or _MULT_BEFORE.search(before)):
-        return None  # "16x the original data", "models 50x larger": a setting, not a result
-    if unit == "points" and not _GAIN_BEFORE.search(before):
-        return None
-    if unit not in _RATIO_UNITS and not _MEASURE_CUE.search(s, max(0, m.start() - 60), m.start()):
-        return None  # "80 GB GPUs", "trained for 3 hours": setup, unless something got cheaper
-    if _CONDITION_BEFORE.search(before) and not _MULT_AFTER.match(s, end):
-        return None  # "using only 10% of the data", "at 50% sparsity": a setting
-    start = _signed(s, m.start())
-    return _Hit(start, end, start, s[start : m.end()], unit)
-
-
-def _bare_metric(s: str, m: re.Match[str]) -> _Hit | None:
-    """A unitless number tied to a metric: 'BLEU of 32.1', '0.91 AUROC', 'by 2.1' (decimal)."""
-    number = m.group(0)
-    decimal = "." in number
-    if not decimal and (len(number) > 3 or int(number.replace(",", "")) > 100):
-        return None  # years, sizes and counts
-    before = s[max(0, m.start() - 40) : _signed(s, m.start())]
-    ok = bool(_METRIC_BEFORE.search(before)) or bool(_METRIC_AFTER.match(s, m.end()))
-    if not ok and decimal and _BY_BEFORE.search(before):
-        ok = bool(_VERB_OBJECT.search(s, max(0, m.start() - 80), m.start()))
-    if not ok:
-        return None
-    start = _signed(s, m.start())
-    after = _METRIC_AFTER.match(s, m.end())
-    return _Hit(start, after.end() if after else m.end(), start, s[start : m.end()], None)
 
 
 def _segments(s: str) -> list[tuple[int, int]]:
@@ -567,14 +417,16 @@ def _paren_group(s: str, pos: int) -> tuple[int, int] | None:
 
 def _quantitative_claim(
     s: str,
-    hit: _Hit,
-    hits: list[_Hit],
+    hit: Hit,
+    hits: list[Hit],
     segments: list[tuple[int, int]],
     previous: dict[str, Any] | None,
 ) -> dict[str, Any] | None:
     span, head = _evidence_span(s, hit, hits, segments)
+    if span[1] - span[0] < _MIN_EVIDENCE_CHARS:
+        span = _widen_item(s, span, hit, hits)
     evidence = s[span[0] : span[1]]
-    if len(evidence) < 8:
+    if len(evidence) < _MIN_EVIDENCE_CHARS:
         return None
     local = s[hit.end : span[1]]
     item = head is not None
@@ -586,17 +438,25 @@ def _quantitative_claim(
     return {
         "statement": _statement(evidence, head),
         "kind": "quantitative",
-        "metric": _quantitative_metric(s, hit, span, item),
+        "metric": quantitative_metric(
+            s,
+            hit,
+            _containing(segments, hit.num_start)[0],
+            previous["metric"] if previous else None,
+            _list_tail(hit, hits),
+            item,
+        ),
         "value": hit.value,
         "unit": hit.unit,
         "dataset": (item and _item_dataset(s, hit, span)) or _dataset(s, hit.end, span),
         "comparison": comparison,
         "evidence": evidence,
+        "_span": span,
     }
 
 
 def _evidence_span(
-    s: str, hit: _Hit, hits: list[_Hit], segments: list[tuple[int, int]]
+    s: str, hit: Hit, hits: list[Hit], segments: list[tuple[int, int]]
 ) -> tuple[tuple[int, int], str | None]:
     """The tight clause carrying a number, and the list head when it is one item of a list."""
     group = _paren_group(s, hit.num_start)
@@ -622,7 +482,25 @@ def _evidence_span(
     return _cap(s, (a, b), hit), None
 
 
-def _list_head(s: str, segments: list[tuple[int, int]], index: int, hits: list[_Hit]) -> str | None:
+def _list_tail(hit: Hit, hits: list[Hit]) -> Hit | None:
+    """The last item of the list `hit` is in (None when it is in none)."""
+    if hit.group < 0:
+        return None
+    return [h for h in hits if h.group == hit.group][-1]
+
+
+def _widen_item(s: str, span: tuple[int, int], hit: Hit, hits: list[Hit]) -> tuple[int, int]:
+    """A list item too short to stand as evidence ('18.2%') with its left neighbour item
+    ('14.4%, 18.2%'), or its right one when it comes first."""
+    i = hits.index(hit)
+    if i > 0:
+        return _strip_span(s, hits[i - 1].num_start, span[1])
+    if i + 1 < len(hits):
+        return _strip_span(s, span[0], hits[i + 1].end)
+    return span
+
+
+def _list_head(s: str, segments: list[tuple[int, int]], index: int, hits: list[Hit]) -> str | None:
     """For '19.9% on X, 4.5% on Y, and 2.1% on Z': the text before the first item's number."""
     for a, b in reversed(segments[:index]):
         inside = [h for h in hits if a <= h.num_start < b]
@@ -641,14 +519,14 @@ def _containing(segments: list[tuple[int, int]], pos: int) -> tuple[int, int]:
     return min(segments, key=lambda seg: abs(seg[0] - pos))
 
 
-def _item_span(s: str, group: tuple[int, int], hit: _Hit) -> tuple[int, int]:
+def _item_span(s: str, group: tuple[int, int], hit: Hit) -> tuple[int, int]:
     start = s.rfind(",", group[0], hit.start)
     end = s.find(",", hit.end, group[1])
     return _strip_span(s, start + 1 if start >= 0 else group[0], end if end >= 0 else group[1])
 
 
 def _narrow_between_hits(
-    s: str, seg: tuple[int, int], hit: _Hit, hits: list[_Hit]
+    s: str, seg: tuple[int, int], hit: Hit, hits: list[Hit]
 ) -> tuple[int, int]:
     """Cut a clause holding several results at the ' and ' between them."""
     a, b = seg
@@ -695,7 +573,7 @@ def _after_lead_in(s: str, a: int, limit: int) -> int:
     return best
 
 
-def _cap(s: str, span: tuple[int, int], hit: _Hit) -> tuple[int, int]:
+def _cap(s: str, span: tuple[int, int], hit: Hit) -> tuple[int, int]:
     """Keep evidence within a word and character budget, centred on the number."""
     a, b = span
     words = [m.span() for m in _WORD.finditer(s, a, b)]
@@ -709,59 +587,6 @@ def _cap(s: str, span: tuple[int, int], hit: _Hit) -> tuple[int, int]:
         b = min(b, max(hit.end, a + _MAX_EVIDENCE_CHARS // 2) + _MAX_EVIDENCE_CHARS // 2)
         b = max(b, hit.end)
     return _strip_span(s, a, b)
-
-
-def _quantitative_metric(s: str, hit: _Hit, span: tuple[int, int], item: bool) -> str | None:
-    inside = _metric_in(s[hit.num_start : hit.end], False)
-    if inside:
-        return inside  # "3.2 BLEU"
-    word = _AFTER_WORD.match(s, hit.end)
-    if word:
-        name = word.group("word")
-        if name.lower() in _ADJ_METRIC:
-            return _ADJ_METRIC[name.lower()]
-        if word.group("cmp") and name.lower() not in {"than", "of", "the", "a"}:
-            return name  # "10x fewer parameters", "40% less memory"
-    before = s[span[0] : hit.start]
-    after = s[hit.end : span[1]]
-    for text, last in ((before, True), (after, False)):
-        metric = _metric_in(text, last)
-        if metric:
-            return metric
-    change = _change_object(s, span)
-    if change:
-        return change
-    if item:
-        return _metric_in(s[: hit.start], True)
-    return None
-
-
-def _metric_in(text: str, last: bool) -> str | None:
-    found = list(_METRIC.finditer(text))
-    if not found:
-        return None
-    m = found[-1] if last else found[0]
-    head = m.group("head")
-    if head.lower().startswith("accurate"):
-        return "accuracy"
-    if head.lower() not in _GENERIC_HEADS:
-        return head
-    mod = _MODIFIER.search(text, max(0, m.start() - 30), m.start())
-    if mod and mod.group(1).lower() not in _NOT_MODIFIERS:
-        return f"{mod.group(1)} {head}"
-    return head
-
-
-def _change_object(s: str, span: tuple[int, int]) -> str | None:
-    """Metric named as the object of a change: 'improvement in X', 'reduces X by'."""
-    text = s[span[0] : span[1]]
-    for pattern in (_CHANGE_OBJECT, _VERB_OBJECT):
-        m = pattern.search(text)
-        if m:
-            phrase = _phrase(text, m.end())
-            if phrase and not _NUMBERISH.match(phrase):
-                return phrase
-    return None
 
 
 # --- qualitative ------------------------------------------------------------------------
@@ -804,6 +629,7 @@ def _qualitative_claim(s: str, m: re.Match[str]) -> dict[str, Any]:
         "dataset": _dataset(s, m.end(), span),
         "comparison": _qualitative_comparison(s, m),
         "evidence": evidence,
+        "_span": span,
     }
 
 
@@ -816,7 +642,7 @@ def _qualitative_span(s: str, pos: int) -> tuple[int, int]:
     lead = _LEADING_JUNK.match(s, a)
     if lead and lead.end() < pos:
         a = lead.end()
-    hit = _Hit(pos, pos, pos, "", None)
+    hit = Hit(pos, pos, pos, "", None)
     return _cap(s, _strip_span(s, a, b), hit)
 
 
@@ -925,7 +751,7 @@ def _dataset(s: str, pos: int, span: tuple[int, int]) -> str | None:
     return _dataset_phrase(m.group(1)) if m else None
 
 
-def _item_dataset(s: str, hit: _Hit, span: tuple[int, int]) -> str | None:
+def _item_dataset(s: str, hit: Hit, span: tuple[int, int]) -> str | None:
     """The name before a number in a list item: 'Facebook +12.59%' -> 'Facebook'."""
     name = s[span[0] : hit.start].strip(" :(")
     if name and name[0].isupper() and len(name.split()) <= 4 and not _MODEL_NAME.match(name):

@@ -783,12 +783,16 @@ _VERBS = _wordset(
     generate generates exhibit exhibits suggest suggests demonstrate demonstrates reveal
     reveals scale scales converge converges"""
 )
-_AFTER_PHRASE = _STOP | _VERBS | _wordset(
-    """is are was were be been being can could may might will would should must has have had
+_AFTER_PHRASE = (
+    _STOP
+    | _VERBS
+    | _wordset(
+        """is are was were be been being can could may might will would should must has have had
     do does did not also than then while when where whether but both each such like across
     within without per up out about including under over after before because since during
     against toward towards among along beyond so if thus hence therefore only even yet still
     which who whose what how respectively"""
+    )
 )
 # A gerund after these is a verb ("by generating synthetic data"), not the start of a phrase.
 _GERUND_BEFORE = _wordset("by for of in when while after before without from through via")
