@@ -45,7 +45,7 @@ _STOP = _words(
     is are was were be been being has have had can could may might will would should do does
     we it they up down only just about around roughly approximately nearly almost more less
     fewer higher lower better worse faster slower larger smaller compared respectively vs
-    versus against per each all both any some no not also still even further using used
+    versus against each all both any some no not also still even further using used
     achieves achieve achieving achieved reaches reach reaching reached yields yield yielding
     obtains obtain obtaining gets get gives give giving shows show showing improves improve
     improving improved reduces reduce reducing reduced increases increasing increased
@@ -100,7 +100,9 @@ _PASSIVE_CHANGE = re.compile(
     r"|improves|decreases|increases|shrinks)\s*$",
     _I,
 )
-_OF_AFTER = re.compile(r"\s+of\s+(?:the\s+|its\s+|their\s+)?", _I)
+_OF_AFTER = re.compile(r"\)?\s+of\s+(?:the\s+|its\s+|their\s+)?(?:original\s+)?", _I)
+_SPEED = re.compile(r"\b(?:faster|speed|speeds|accelerat\w*)\b", _I)
+_AND_BY = re.compile(r"\b(?:and|or)\s+(?:by\s+|to\s+|of\s+)?(?:about\s+|up\s+to\s+|[~∼≈]\s?)?$", _I)
 _ADVERB_BEFORE = re.compile(r"\baccurate(?:ly)?\s*\(?\s*[~∼≈]?\s*$", _I)
 _DETERMINER = re.compile(r"(?:the|a|an|its|their|our|this|these|both)\s+", _I)
 
@@ -139,9 +141,13 @@ def quantitative_metric(
         if named is None and _ADVERB_BEFORE.search(before):
             named = "accuracy"  # "probes can accurately (~90%) distinguish"
     named = named or _of_phrase(s, hit) or _known_metric(before)
+    if named is None and hit.unit == "x" and _SPEED.search(before):
+        named = "speedup"  # "enables faster inference (up to 4x)"
     if named is None and item:
         named = _known_metric(s[: hit.start])
-    return named or previous
+    if named is None and _AND_BY.search(before):
+        named = previous  # "by 19% over A and by 9% over B"
+    return named
 
 
 def _after_number(s: str, hit: Hit) -> str | None:
@@ -259,7 +265,7 @@ def _known_metric(before: str) -> str | None:
 
 def _name(words: list[str]) -> str | None:
     """Words joined as a metric name, plural metric heads folded ('accuracies' -> 'accuracy')."""
-    while words and words[-1].lower() == "relative":  # "5% relative to X"
+    while words and words[-1].lower() in {"relative", "per"}:  # "5% relative to X"
         words = words[:-1]
     name = " ".join(words).strip(" -/")
     if not any(c.isalpha() for c in name):

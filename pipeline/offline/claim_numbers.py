@@ -58,7 +58,7 @@ _MATH_MACROS = {
     "\\text": "     ",
 }
 _MACRO = re.compile(r"\\[A-Za-z]+|\\[%!,]")
-_SIMPLE_MATH_REST = re.compile(r"[\d\s.,+\-−~%{}x×]*")
+_SIMPLE_MATH_REST = re.compile(r"[\d\s.,+\-−~∼≈±<>%{}x×]*")
 
 
 def math_view(s: str) -> str:
@@ -106,7 +106,7 @@ _FACTOR_OF = re.compile(r"\bfactor\s+of\s+(?:about\s+|around\s+|over\s+|up\s+to\
 
 _CONDITION_BEFORE = re.compile(
     r"\b(?:using|with\s+only|only|on|at|under|prun\w*|mask\w*|remov\w*|dropp?\w*|keep\w*"
-    r"|sampl\w*|labell?ing|annotat\w*)\s+(?:the\s+|a\s+)?(?:first\s+|top\s+|last\s+|random\s+"
+    r"|sampl\w*|labell?ing|annotat\w*|freez\w*|retrain\w*)\s+(?:the\s+|a\s+)?(?:first\s+|top\s+|last\s+|random\s+"
     r"|only\s+|just\s+)?[~∼≈]?$",
     _I,
 )
@@ -122,7 +122,7 @@ _SETTING_BEFORE = re.compile(
 )
 # A share of the training material after the number: "10% of the labels", "40% noisy labels".
 _SETTING_AFTER = re.compile(
-    r"\s+(?:of\s+(?:the\s+|its\s+|their\s+|all\s+)?(?:[\w-]+\s+)?(?:labels?|labell?ed|data"
+    r"\s+(?:of\s+(?:the\s+|its\s+|their\s+|all\s+)?(?:[\w-]+\s+){0,2}(?:labels?|labell?ed|data"
     r"|dataset|training(?:\s+(?:data|set|examples|samples))?|samples?|examples?|tokens?"
     r"|parameters|weights|images?|annotations?|queries|budget|supervision|pixels|neurons"
     r"|channels|filters|connections|features|demonstrations|trajectories|episodes|steps)\b"
@@ -133,7 +133,8 @@ _SETTING_AFTER = re.compile(
 )
 _MULT_AFTER = re.compile(
     r"\s*(?:faster|speed-?ups?|acceleration|fewer|less|smaller|cheaper|lower|reduction"
-    r"|compression|improvement|higher|more|better|gains?|increase|throughput|larger)\b",
+    r"|compression|improvement|higher|more|better|gains?|increase|throughput|larger|worse"
+    r"|slower|shorter|longer)\b",
     _I,
 )
 _MULT_BEFORE = re.compile(
@@ -151,6 +152,7 @@ _GAIN_BEFORE = re.compile(r"(?:\bby|\+|\bof|\bgains?|\bimprov\w*)\s*(?:about\s+|
 _RANGE = re.compile(r"\s?(?:[-–]|to)\s?(?=\d)")
 _FROM = re.compile(r"\bfrom\s+(?:about\s+|around\s+)?[+~∼≈]?$", _I)
 _TO = re.compile(r"\s+(?:down\s+|up\s+)?to\s+(?:about\s+|around\s+|only\s+|just\s+)?[+~∼≈]?", _I)
+_BEAT = re.compile(r"\b(?:beat|beats|outperform\w*|surpass\w*|exceed\w*|lead\w*)\b", _I)
 _BY_BEFORE = re.compile(r"\bby\s+(?:about\s+|around\s+|over\s+|more\s+than\s+|up\s+to\s+)?$", _I)
 _LIST_GAP = re.compile(r"\s*(?:,\s*(?:and\s+|or\s+)?|(?:and|or)\s+|/\s*)")
 # A baseline's own number: "the baseline's 3.46%", "compared to 3.46%", "(vs. 3.46%)".
@@ -158,6 +160,12 @@ _BASELINE_BEFORE = re.compile(
     r"(?:\bbaselines?'?s?|\bbaselines'|\bcompared\s+(?:to|with)|\bversus|\bvs\.?|\bagainst"
     r"|\bprevious(?:ly)?|\bprior|\bexisting)\s+(?:the\s+|a\s+|an\s+|only\s+|just\s+|their\s+"
     r"|of\s+)*[~∼≈]?\s?$",
+    _I,
+)
+# "the 2.65% achieved by standard NAS": a number credited to another method.
+_BY_OTHERS_AFTER = re.compile(
+    r"\s+(?:\w+\s+)?(?:achieved|obtained|reported|reached|attained)\s+by\s+(?!our\b|ours\b"
+    r"|the\s+proposed|this\b|using\b)",
     _I,
 )
 _OTHERS_SUBJECT = re.compile(
@@ -183,6 +191,7 @@ METRIC_BEFORE = re.compile(
     r"(?:about\s+|around\s+|approximately\s+|only\s+|[~∼≈]\s?)?$",
     _I,
 )
+_ACRONYM_AFTER = re.compile(r"\s+(?P<metric>[A-Z][A-Z0-9]{1,6}(?:-[A-Z0-9]+)?)(?![\w-])")
 METRIC_AFTER = re.compile(
     r"\s+(?P<metric>BLEU|ROUGE(?:-\w+)?|METEOR|CIDEr|perplexity|PPL|FID|mAP|mIoU|IoU|EM|WER|CER"
     r"|F1|AUROC|AUPRC|AUC|MRR|NDCG(?:@\d+)?|Hits@\d+|PSNR|SSIM|IS|AP|Elo|accuracy|error"
@@ -268,7 +277,7 @@ def _group_hits(s: str, group: list[_Item], first: int) -> list[Hit]:
         ]  # fmt: skip
     anchor = group[-1]
     head = group[0]
-    if _is_setting(s, head, anchor) or _is_baseline(s, head):
+    if _is_setting(s, head, anchor) or _is_baseline(s, head, anchor):
         return []
     out = []
     gid = first if len(group) > 1 else -1
@@ -281,6 +290,8 @@ def _group_hits(s: str, group: list[_Item], first: int) -> list[Hit]:
 
 def _metric_after(s: str, item: _Item) -> str | None:
     m = METRIC_AFTER.match(s, item.end)
+    if m is None and "." in item.value:
+        m = _ACRONYM_AFTER.match(s, item.end)  # "5.4 SDR", "0.85 SSIM"
     return m.group("metric") if m and item.unit is None else None
 
 
@@ -297,7 +308,7 @@ def _accept(s: str, item: _Item, head: _Item, anchor: _Item) -> Hit | None:
         if not (factor or _MULT_AFTER.match(s, anchor.end) or _MULT_BEFORE.search(before)):
             return None  # "16x the original data", "models 50x larger": a setting
     elif unit == "points":
-        if not _GAIN_BEFORE.search(before):
+        if not (_GAIN_BEFORE.search(before) or _MULT_AFTER.match(s, anchor.end)):
             return None
     elif unit == "moves":
         if not re.search(r"\b(?:in|within|only|just)\s+$", before, _I):
@@ -324,10 +335,13 @@ def _bare_metric(s: str, item: _Item, before: str) -> Hit | None:
         return Hit(item.start, item.num_end, item.num_start, item.value, None, item.metric)
     if not decimal and (len(number) > 3 or int(number.replace(",", "")) > 100):
         return None  # years, sizes and counts
+    if after is None and decimal:
+        after = _ACRONYM_AFTER.match(s, item.num_end)
     local = s[max(0, item.start - 40) : item.start]
     ok = bool(METRIC_BEFORE.search(local)) or after is not None
     if not ok and decimal and _BY_BEFORE.search(local):
-        ok = bool(VERB_OBJECT.search(s, max(0, item.start - 80), item.start))
+        wide = s[max(0, item.start - 80) : item.start]
+        ok = bool(VERB_OBJECT.search(wide) or _BEAT.search(wide))
     if not ok:
         return None
     metric = after.group("metric") if after else None
@@ -348,10 +362,10 @@ def _is_setting(s: str, head: _Item, anchor: _Item) -> bool:
     return bool(_SETTING_AFTER.match(s, anchor.end)) and not after_mult
 
 
-def _is_baseline(s: str, head: _Item) -> bool:
+def _is_baseline(s: str, head: _Item, anchor: _Item) -> bool:
     """A baseline's own number, not the paper's result."""
     before = s[max(0, head.start - 40) : head.start]
-    if _BASELINE_BEFORE.search(before):
+    if _BASELINE_BEFORE.search(before) or _BY_OTHERS_AFTER.match(s, anchor.end):
         return True
     clause_start = 0
     for m in _CLAUSE_BREAK.finditer(s, 0, head.start):
@@ -450,7 +464,15 @@ def _pair_or_range(s: str, m: re.Match[str]) -> _Item | None:
         return None
     unit2, end2, metric2 = unit_at(s, second.end())
     unit = unit2 or unit
-    if unit is None and not METRIC_CONTEXT.search(s, max(0, m.start() - 80), m.start()):
+    if unit is None and metric2 is None and "." in second.group(0):
+        acronym = _ACRONYM_AFTER.match(s, second.end())  # "from 3.2 to 5.4 SDR"
+        if acronym:
+            metric2, end2 = acronym.group("metric"), acronym.end()
+    if (
+        unit is None
+        and metric2 is None
+        and not METRIC_CONTEXT.search(s, max(0, m.start() - 80), m.start())
+    ):
         return None
     start = s.rfind("from", 0, m.start())
     return _Item(start, second.start(), second.end(), end2, second.group(0), unit, metric2, True)
