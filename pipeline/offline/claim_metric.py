@@ -55,7 +55,7 @@ _STOP = _words(
     leading leads resulting results providing provides offers delivers delivering attains
     attaining recovering recovers new state art factor considerable significant
     significantly substantial substantially large huge dramatic remarkable marginal slight
-    small modest notable consistent impressive strong up to"""
+    small modest notable consistent impressive strong up to ranging varying between"""
 )
 _CHANGE_NOUN = re.compile(
     r"(?:improvements?|gains?|increases?|reductions?|decreases?|drops?|boosts?|degradations?"
@@ -74,7 +74,7 @@ _PLURALS = {
     "gains": "gain",
     "reductions": "reduction",
 }
-_FASTER = re.compile(r"\s*(?:faster|quicker)\b", _I)
+_FASTER = re.compile(r"\)?\s*(?:\([^()]{1,20}\)\s*)?(?:faster|quicker)\b", _I)
 _COMPARATIVE = re.compile(r"\s*(?:less|fewer|lower|smaller|cheaper|higher|more|larger)\s+", _I)
 _OBJECT = re.compile(r"\s+(?:in|of)\s+(?:terms\s+of\s+)?(?:the\s+)?", _I)
 _OF_BEFORE = re.compile(
@@ -99,6 +99,9 @@ _PASSIVE_CHANGE = re.compile(
     r"|lowered|cut|raised|drops?|dropped|falls?|fell|rises?|rose|goes\s+(?:up|down)"
     r"|improves|decreases|increases|shrinks)\s*$",
     _I,
+)
+_PAREN_BEFORE = re.compile(
+    r"\s*\(\s*(?:less\s+than|more\s+than|up\s+to|over|about|only|nearly|[~∼≈<>]\s?)?\s*$", _I
 )
 _OF_AFTER = re.compile(r"\)?\s+of\s+(?:the\s+|its\s+|their\s+)?(?:original\s+)?", _I)
 _SPEED = re.compile(r"\b(?:faster|speed|speeds|accelerat\w*)\b", _I)
@@ -137,7 +140,7 @@ def quantitative_metric(
             _phrase_back(before[: passive.start()] if passive else before)
         )
     else:
-        named = _before_of(before) or _by_change(before)
+        named = _before_of(before, s, hit) or _by_change(before)
         if named is None and _ADVERB_BEFORE.search(before):
             named = "accuracy"  # "probes can accurately (~90%) distinguish"
     named = named or _of_phrase(s, hit) or _known_metric(before)
@@ -152,8 +155,10 @@ def quantitative_metric(
 
 def _after_number(s: str, hit: Hit) -> str | None:
     """The phrase right after the number and its unit ('9% relative improvement')."""
-    if hit.unit == "x" and _FASTER.match(s, hit.end):
-        return "speedup"
+    faster = _FASTER.match(s, hit.end)
+    if faster:
+        words, _end = _phrase_words(s, faster.end())  # "36% faster inference speed"
+        return _name(words) if words and hit.unit != "x" else "speedup"
     comp = _COMPARATIVE.match(s, hit.end)
     words, stop = _phrase_words(s, comp.end() if comp else hit.end)
     if not words:
@@ -202,10 +207,21 @@ def _phrase_back(text: str) -> list[str]:
     return words
 
 
-def _before_of(before: str) -> str | None:
-    """'a classification accuracy of 96.32%': the phrase before 'of' (or '=', ':', 'is')."""
-    m = _OF_BEFORE.search(before)
-    return _name(_phrase_back(before[: m.start()])) if m else None
+def _before_of(before: str, s: str = "", hit: Hit | None = None) -> str | None:
+    """'a classification accuracy of 96.32%': the phrase before 'of' (or '=', ':', 'is', or a
+    parenthesis: 'performance degradation (less than 2%)'). For 'an increase of 0.4 in
+    F-measure' the object of the change names the metric."""
+    m = _OF_BEFORE.search(before) or _PAREN_BEFORE.search(before)
+    if m is None:
+        return None
+    words = _phrase_back(before[: m.start()])
+    if words and hit is not None and _CHANGE_NOUN.fullmatch(words[-1]):
+        obj = _OBJECT.match(s, hit.end)
+        if obj:
+            inner = _phrase_words(s, obj.end())[0]
+            if inner:
+                return _name(inner)
+    return _name(words)
 
 
 def _by_change(before: str) -> str | None:

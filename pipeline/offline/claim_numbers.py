@@ -90,7 +90,7 @@ _POINTS = re.compile(
 _TIMES = re.compile(r"\s?[x×X](?![\w])|\s+times\b|-?fold\b", _I)
 _RATIO_UNITS = {"%", "pp", "x", "points"}
 _MEASURE = re.compile(
-    r"\s(?P<unit>ms|s|sec|seconds|minutes|min|hours|h|days|GB|MB|TB|GiB|MiB|GPU[- ]hours)\b"
+    r"\s(?P<unit>ms|s|sec|secs|seconds|minutes|min|hours|h|days|GB|MB|TB|GiB|MiB|GPU[- ]hours)\b"
 )
 # Units that are themselves the metric: "1.169 bpc", "3.83 MOS", "2.9 bits/dim".
 _METRIC_UNIT = re.compile(
@@ -122,7 +122,7 @@ _SETTING_BEFORE = re.compile(
 )
 # A share of the training material after the number: "10% of the labels", "40% noisy labels".
 _SETTING_AFTER = re.compile(
-    r"\s+(?:of\s+(?:the\s+|its\s+|their\s+|all\s+)?(?:[\w-]+\s+){0,2}(?:labels?|labell?ed|data"
+    r"\s+(?:of\s+(?:the\s+|its\s+|their\s+|all\s+)?(?:[\w’'-]+\s+){0,3}(?:labels?|labell?ed|data"
     r"|dataset|training(?:\s+(?:data|set|examples|samples))?|samples?|examples?|tokens?"
     r"|parameters|weights|images?|annotations?|queries|budget|supervision|pixels|neurons"
     r"|channels|filters|connections|features|demonstrations|trajectories|episodes|steps)\b"
@@ -131,10 +131,23 @@ _SETTING_AFTER = re.compile(
     r"|unlabell?ed|of\s+noise|symmetric|asymmetric)\b)",
     _I,
 )
+# Words before a share of the data that make it a condition of the experiment.
+_CONDITION_CLAUSE = re.compile(
+    r"\b(?:using|use|uses|with|on|trained|training|train|given|only|from|at|for|keep\w*"
+    r"|sampl\w*|freez\w*|prun\w*|remov\w*|mask\w*|drop\w*|label\w*|annotat\w*|corrupt\w*"
+    r"|replac\w*|distill\w*|compress\w*|when|where|if|under)\b[^,;]{0,30}$",
+    _I,
+)
+# "compressing to 80%", "pruned to 10%": the target of a compression is the setting.
+_COMPRESS_TO = re.compile(
+    r"\b(?:compress\w*|prun\w*|distill\w*|quantiz\w*|sparsif\w*|reduc\w*\s+(?:\w+\s+)?size)"
+    r"\s+(?:\w+\s+){0,3}?(?:down\s+)?to\s+(?:only\s+|just\s+)?[~∼≈]?\s?$",
+    _I,
+)
 _MULT_AFTER = re.compile(
-    r"\s*(?:faster|speed-?ups?|acceleration|fewer|less|smaller|cheaper|lower|reduction"
-    r"|compression|improvement|higher|more|better|gains?|increase|throughput|larger|worse"
-    r"|slower|shorter|longer)\b",
+    r"\)?\s*(?:\([^()]{1,20}\)\s*)?(?:faster|speed-?ups?|accelerations?|fewer|less|smaller"
+    r"|cheaper|lower|reductions?|compression|improvements?|higher|more|better|gains?|increases?"
+    r"|throughput|larger|worse|slower|shorter|longer)\b",
     _I,
 )
 _MULT_BEFORE = re.compile(
@@ -148,18 +161,31 @@ _CHANGE_AFTER = re.compile(
     r"|gains?|reductions?|speed-?ups?|relative)\b",
     _I,
 )
-_GAIN_BEFORE = re.compile(r"(?:\bby|\+|\bof|\bgains?|\bimprov\w*)\s*(?:about\s+|over\s+)?$", _I)
-_RANGE = re.compile(r"\s?(?:[-–]|to)\s?(?=\d)")
+_GAIN_BEFORE = re.compile(
+    r"(?:\bby|\+|\bof|\bgains?|\bimprov\w*)\s*(?:about\s+|over\s+|more\s+than\s+|up\s+to\s+"
+    r"|nearly\s+|almost\s+|roughly\s+|around\s+)?[~∼≈]?\s?$",
+    _I,
+)
+_RANGE = re.compile(r"\s?(?:[-–−]|to)\s?(?=\d)")
 _FROM = re.compile(r"\bfrom\s+(?:about\s+|around\s+)?[+~∼≈]?$", _I)
 _TO = re.compile(r"\s+(?:down\s+|up\s+)?to\s+(?:about\s+|around\s+|only\s+|just\s+)?[+~∼≈]?", _I)
+_CHANGE_OF = re.compile(
+    r"\b(?:increase|improvement|gain|reduction|decrease|drop|boost)s?\s+of\s+(?:about\s+|over\s+"
+    r"|up\s+to\s+|[~∼≈]\s?)?$",
+    _I,
+)
 _BEAT = re.compile(r"\b(?:beat|beats|outperform\w*|surpass\w*|exceed\w*|lead\w*)\b", _I)
 _BY_BEFORE = re.compile(r"\bby\s+(?:about\s+|around\s+|over\s+|more\s+than\s+|up\s+to\s+)?$", _I)
-_LIST_GAP = re.compile(r"\s*(?:,\s*(?:and\s+|or\s+)?|(?:and|or)\s+|/\s*)")
+_LIST_GAP = re.compile(
+    r"\s*(?:(?:on|in|for)\s+(?:the\s+)?[A-Z][^,;:()]{0,30}?\s*)?(?:,\s*(?:and\s+|or\s+)?|(?:and|or)\s+"
+    r"(?:by\s+|on\s+)?|/\s*)"
+)
 # A baseline's own number: "the baseline's 3.46%", "compared to 3.46%", "(vs. 3.46%)".
 _BASELINE_BEFORE = re.compile(
     r"(?:\bbaselines?'?s?|\bbaselines'|\bcompared\s+(?:to|with)|\bversus|\bvs\.?|\bagainst"
-    r"|\bprevious(?:ly)?|\bprior|\bexisting)\s+(?:the\s+|a\s+|an\s+|only\s+|just\s+|their\s+"
-    r"|of\s+)*[~∼≈]?\s?$",
+    r"|\bprevious(?:ly)?|\bprior|\bexisting|\b(?:prior|previous|existing)\s+(?:work|works|methods?"
+    r"|approaches|art|best|sota|state[- ]of[- ]the[- ]art)(?:'s)?)\s*\(?\s*(?:the\s+|a\s+|an\s+"
+    r"|only\s+|just\s+|their\s+|of\s+)*[~∼≈]?\s?$",
     _I,
 )
 # "the 2.65% achieved by standard NAS": a number credited to another method.
@@ -184,7 +210,7 @@ _METRIC_NAMES = (
     r"|FID|mAP|mIoU|IoU|exact match|EM|recall|precision|success rate|win rate|pass@\d+"
     r"|error rate|error|WER|CER|NDCG(?:@\d+)?|MRR|Hits@\d+|correlation|agreement|reward"
     r"|Spearman|Pearson|MSE|MAE|RMSE|Elo|score|PSNR|SSIM|LPIPS|Inception\s+Score|IS|AP"
-    r"|top-\d\s+accuracy|return|returns"
+    r"|top-\d\s+accuracy|return|returns|perplexities|accuracies|errors|scores"
 )
 METRIC_BEFORE = re.compile(
     rf"\b(?:{_METRIC_NAMES})\s*(?:score\s+)?(?:of|=|:|at|to|reaches|reaching|is|was)?\s*"
@@ -317,6 +343,7 @@ def _accept(s: str, item: _Item, head: _Item, anchor: _Item) -> Hit | None:
         unit not in _RATIO_UNITS
         and item.metric is None
         and not _MEASURE_CUE.search(s, max(0, head.start - 60), head.start)
+        and not _MULT_AFTER.match(s, anchor.end)
     ):
         return None  # "80 GB GPUs", "trained for 3 hours": setup unless something got cheaper
     end = item.end
@@ -339,6 +366,8 @@ def _bare_metric(s: str, item: _Item, before: str) -> Hit | None:
         after = _ACRONYM_AFTER.match(s, item.num_end)
     local = s[max(0, item.start - 40) : item.start]
     ok = bool(METRIC_BEFORE.search(local)) or after is not None
+    if not ok and decimal and _CHANGE_OF.search(local):
+        ok = True  # "an increase of 0.4 in F-measure"
     if not ok and decimal and _BY_BEFORE.search(local):
         wide = s[max(0, item.start - 80) : item.start]
         ok = bool(VERB_OBJECT.search(wide) or _BEAT.search(wide))
@@ -352,14 +381,16 @@ def _bare_metric(s: str, item: _Item, before: str) -> Hit | None:
 def _is_setting(s: str, head: _Item, anchor: _Item) -> bool:
     """'using only 10% of the data', 'at 50% sparsity', 'with 40% noisy labels': the design."""
     before = s[max(0, head.start - 40) : head.start]
-    if _SETTING_BEFORE.search(before):
+    if _SETTING_BEFORE.search(before) or _COMPRESS_TO.search(before):
         return True
     if anchor.unit not in {"%", "x", "pp"} and anchor.metric is None:
         return False
     after_mult = _MULT_AFTER.match(s, anchor.end) or _CHANGE_AFTER.match(s, anchor.end)
     if _CONDITION_BEFORE.search(before) and not after_mult:
         return True
-    return bool(_SETTING_AFTER.match(s, anchor.end)) and not after_mult
+    if not _SETTING_AFTER.match(s, anchor.end) or after_mult:
+        return False
+    return bool(_CONDITION_CLAUSE.search(before))  # "using 10% of the labels", not "defend 96%"
 
 
 def _is_baseline(s: str, head: _Item, anchor: _Item) -> bool:
@@ -446,7 +477,7 @@ def _pair_or_range(s: str, m: re.Match[str]) -> _Item | None:
     """'from A (down) to B' (value B) or a range 'A-B%', '4-13x' (value: the upper end B)."""
     unit, end, metric = unit_at(s, m.end())
     dash = _RANGE.match(s, end)
-    if dash and (unit is not None or s[end : dash.end()].strip() in {"-", "–"}):
+    if dash and (unit is not None or s[end : dash.end()].strip() in {"-", "–", "−"}):
         second = NUMBER_RE.match(s, dash.end())
         if second and not _junk_tail(s, second.end()):
             unit2, end2, metric2 = unit_at(s, second.end())
@@ -483,6 +514,7 @@ METRIC_CONTEXT = re.compile(
     r"|AUROC|AUPRC|AUC|F1(?:[\s-]score)?|BLEU|ROUGE(?:-\w+)?|METEOR|CIDEr|perplexity|PPL|FID"
     r"|mAP|mIoU|IoU|exact match|recall|precision|success rate|win rate|pass@\d+|error rate"
     r"|error|WER|CER|NDCG(?:@\d+)?|MRR|correlation|agreement|reward|latency|throughput"
-    r"|memory|speed-?ups?|performance|MSE|MAE|RMSE|score|PSNR|SSIM|return)\b)",
+    r"|memory|speed-?ups?|performance|MSE|MAE|RMSE|score|PSNR|SSIM|return|perplexities"
+    r"|accuracies)(?:\s+scores?)?\b)",
     _I,
 )
