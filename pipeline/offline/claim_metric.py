@@ -57,7 +57,8 @@ _STOP = _words(
     attaining recovering recovers new state art factor considerable significant
     significantly substantial substantially large huge dramatic remarkable marginal slight
     small modest notable consistent impressive strong up to ranging varying between
-    state-of-the-art sota best"""
+    state-of-the-art sota best through within during after before since until among along
+    like including despite beyond toward towards upon respectively when whereas"""
 )
 _CHANGE_NOUN = re.compile(
     r"(?:improvements?|gains?|increases?|reductions?|decreases?|drops?|boosts?|degradations?"
@@ -174,7 +175,7 @@ def _after_number(s: str, hit: Hit) -> str | None:
         obj = _OBJECT.match(s, stop)
         if obj:
             inner, _end = _phrase_words(s, obj.end())
-            if inner:
+            if inner and inner[0].lower() not in {"average", "total", "general", "part"}:
                 return _name(inner)
     return _name(words)
 
@@ -224,11 +225,12 @@ def _before_of(before: str, s: str = "", hit: Hit | None = None) -> str | None:
     """'a classification accuracy of 96.32%': the phrase before 'of' (or '=', ':', 'is', or a
     parenthesis: 'performance degradation (less than 2%)'). For 'an increase of 0.4 in
     F-measure' the object of the change names the metric."""
-    m = _OF_BEFORE.search(before) or _PAREN_BEFORE.search(before)
+    m = _OF_BEFORE.search(before)
     if m is None:
-        bound = _BOUND_BEFORE.search(before)
+        # "accuracies above 75%", "performance degradation (less than 2%)": only a metric name
+        bound = _BOUND_BEFORE.search(before) or _PAREN_BEFORE.search(before)
         words = _phrase_back(before[: bound.start()]) if bound else []
-        if words and METRIC_CONTEXT.fullmatch(words[-1]):
+        if words and (METRIC_CONTEXT.fullmatch(words[-1]) or _CHANGE_NOUN.fullmatch(words[-1])):
             return _name(words)
         return None
     words = _phrase_back(before[: m.start()])

@@ -144,6 +144,10 @@ _COMPRESS_TO = re.compile(
     r"\s+(?:\w+\s+){0,3}?(?:down\s+)?to\s+(?:only\s+|just\s+)?[~∼≈]?\s?$",
     _I,
 )
+_COMPARED_AFTER = re.compile(
+    r"\s*(?:\w+\s+){0,2}?(?:compared\s+(?:to|with)|relative\s+to|than|of\s+the\s+baseline)", _I
+)
+_CONDITION_WHEN = re.compile(r"\b(?:when|whenever|if|where|once)\b[^,;:()]*$", _I)
 _MULT_AFTER = re.compile(
     r"\)?\s*(?:\([^()]{1,20}\)\s*)?(?:faster|speed-?ups?|accelerations?|fewer|less|smaller"
     r"|cheaper|lower|reductions?|compression|improvements?|higher|more|better|gains?|increases?"
@@ -195,8 +199,9 @@ _BY_OTHERS_AFTER = re.compile(
     _I,
 )
 _OTHERS_SUBJECT = re.compile(
-    r"^(?:the\s+|a\s+|an\s+|all\s+|most\s+|standard\s+|vanilla\s+|conventional\s+)?"
-    r"(?:[\w-]+\s+){0,2}?(?:baselines?|competitors?|prior\s+(?:work|methods?)|previous\s+"
+    r"^(?:(?:the|a|an|all|most|these|both|standard|vanilla|conventional|strong|competing|other"
+    r"|several|many|their|existing|dense|original)\s+)*(?:[A-Z][\w-]*\s+)?"
+    r"(?:baselines?|competitors?|prior\s+(?:work|methods?)|previous\s+"
     r"(?:work|methods?)|existing\s+(?:work|methods?|approaches)|state-of-the-art\s+methods?"
     r"|humans?|random\s+(?:guessing|chance|baseline))\b",
     _I,
@@ -221,7 +226,7 @@ _ACRONYM_AFTER = re.compile(r"\s+(?P<metric>[A-Z][A-Z0-9]{1,6}(?:-[A-Z0-9]+)?)(?
 METRIC_AFTER = re.compile(
     r"\s+(?P<metric>BLEU|ROUGE(?:-\w+)?|METEOR|CIDEr|perplexity|PPL|FID|mAP|mIoU|IoU|EM|WER|CER"
     r"|F1|AUROC|AUPRC|AUC|MRR|NDCG(?:@\d+)?|Hits@\d+|PSNR|SSIM|IS|AP|Elo|accuracy|error"
-    r"|exact\s+match|recall|precision|points?\s+of\s+\w+)\b",
+    r"|exact\s+match|recall|precision|points?\s+of\s+\w+|speed-?ups?)\b",
     _I,
 )
 VERB_OBJECT = re.compile(
@@ -389,13 +394,18 @@ def _is_setting(s: str, head: _Item, anchor: _Item) -> bool:
     before = s[max(0, head.start - 40) : head.start]
     if _SETTING_BEFORE.search(before) or _COMPRESS_TO.search(before):
         return True
+    if _CONDITION_WHEN.search(before) and not (
+        _MULT_AFTER.match(s, anchor.end) or _CHANGE_AFTER.match(s, anchor.end)
+    ):
+        return True  # "when the error rates are 10% and 30%": a condition
     if anchor.unit not in {"%", "x", "pp"} and anchor.metric is None:
         return False
     after_mult = _MULT_AFTER.match(s, anchor.end) or _CHANGE_AFTER.match(s, anchor.end)
     if _CONDITION_BEFORE.search(before) and not after_mult:
         return True
-    if not _SETTING_AFTER.match(s, anchor.end) or after_mult:
-        return False
+    setting = _SETTING_AFTER.match(s, anchor.end)
+    if setting is None or after_mult or _COMPARED_AFTER.match(s, setting.end()):
+        return False  # "uses only 18.2% of parameters compared to the LSTM": a result
     return bool(_CONDITION_CLAUSE.search(before))  # "using 10% of the labels", not "defend 96%"
 
 

@@ -59,6 +59,9 @@ _PRIOR_SUBJECT = re.compile(
     r"|systems|benchmarks|defenses)\b",
     _I,
 )
+_OTHERS_WORK = re.compile(
+    r"\b(?:recent(?:ly)?\s+proposed|proposed\s+by|introduced\s+by|developed\s+by)\b", _I
+)
 _RELATIVE = re.compile(r"\s*(?:which|who|that|whose)\b", _I)
 _PRIOR_MENTION = re.compile(r"\b(?:prior|previous|existing|earlier|et al)\b", _I)
 _METHOD_SENTENCE = re.compile(
@@ -331,6 +334,8 @@ def _is_background_sentence(sentence: str, idx: int, total: int) -> bool:
         return True
     if idx == 0 and total >= 3 and not _FIRST_PERSON.search(sentence):
         return True  # an abstract opens with context, not results
+    if _OTHERS_WORK.search(sentence) and not _FIRST_PERSON.search(sentence):
+        return True  # "..., a recently proposed method, can compress ... (0.1% of ...)"
     return bool(_PRIOR_SUBJECT.search(sentence))
 
 
