@@ -152,29 +152,44 @@ _ADJ_METRIC = {
 
 # --- qualitative triggers ---------------------------------------------------------------
 
+_SOTA = r"(?:state[- ]of[- ]the[- ]art|SOTA)"
 _QUAL_TRIGGER = re.compile(
-    r"\b(?P<trigger>outperform(?:s|ed)?|surpass(?:es|ed)?|beats?|exceed(?:s|ed)?"
-    r"|(?:achiev|set|establish|attain|reach|obtain|deliver|yield)\w*\s+(?:a\s+)?(?:new\s+)?"
-    r"(?:state-of-the-art|SOTA)|new\s+(?:state-of-the-art|SOTA)"
+    r"\b(?P<trigger>outperform(?:s|ed|ing)?|surpass(?:es|ed|ing)?|beats?|exceed(?:s|ed|ing)?"
+    rf"|(?:achiev|set|establish|attain|reach|obtain|deliver|yield|demonstrat|report|show)\w*"
+    rf"\s+(?:a\s+|the\s+)?(?:new\s+)?{_SOTA}|new\s+{_SOTA}"
     r"|(?:(?:significantly|substantially|consistently|greatly|markedly|considerably|dramatically"
-    r"|notably|further)\s+)?(?:improv(?:es|ed|e)|enhanc(?:es|ed|e)|boost(?:s|ed)?|reduc(?:es|ed|e)"
-    r"|increas(?:es|ed|e)|speeds?\s+up|accelerat(?:es|ed|e))"
-    r"|(?:achiev|deliver|obtain|attain|show)\w*\s+(?:strong|competitive|excellent|remarkable"
-    r"|impressive|promising)\s+(?:\w+\s+)?(?:performance|results|accuracy|gains)"
-    r"|superior|(?:substantial|consistent|significant|large)\s+improvements?|improvements?\s+over"
-    r"|gains?\s+over|advantage\s+over|match(?:es|ed)?|compete\s+with|competitive\s+with"
-    r"|comparable\s+to|on\s+par\s+with|correlat(?:es|ed|e)\s+(?:\w+ly\s+)?with"
-    r"|(?:positively|negatively|strongly)\s+correlat(?:es|ed|e)"
+    r"|notably|further|largely)\s+)?(?:improv(?:es|ed|e)|enhanc(?:es|ed|e)|boost(?:s|ed)?"
+    r"|reduc(?:es|ed|e)|increas(?:es|ed|e)|speeds?\s+up|accelerat(?:es|ed|e))"
+    r"|(?:achiev|deliver|obtain|attain|show|yield|produc|giv|lead|reach|demonstrat|report"
+    r"|exhibit|validat|confirm)\w*\s+(?:\w+ly\s+)?(?:strong|competitive|excellent|remarkable"
+    r"|impressive|promising|good|better|superior|favorable|comparable|significant|considerable"
+    r"|substantial|higher|improved|high|consistent|stronger)\s+(?:\w+\s+)?(?:performance|results"
+    r"|accuracy|gains|improvements?|generations|quality|scores?|speed-?ups?)"
+    r"|(?:show|shows|showed|shown|showing|demonstrat\w*|validat\w*|confirm\w*|verif\w*"
+    r"|illustrat\w*|highlight\w*|indicat\w*|prov(?:e|es|ed|ing))\s+(?:the\s+|its\s+|their\s+"
+    r"|our\s+)?(?:\w+\s+)?(?:effectiveness|efficacy|superiority|advantages?|benefits?|utility"
+    r"|usefulness|merits?|value|potential|importance|promise|feasibility|power|strength"
+    r"|robustness|efficiency|applicability|viability|competitiveness)\b"
+    r"|perform(?:s|ed)?\s+(?:\w+ly\s+)?(?:well|better|favorably|competitively|comparably"
+    r"|on\s+par)"
+    r"|superior|(?:substantial|consistent|significant|large|considerable|notable|dramatic)"
+    r"\s+(?:improvements?|speed-?ups?|gains?|reductions?|boosts?)|improvements?\s+over"
+    r"|gains?\s+over|advantage\s+over|match(?:es|ed)?|compete\s+with"
+    r"|competitive\s+(?:with|to|against)|comparable\s+to|on\s+par\s+with"
+    r"|similar\s+(?:performance|results|accuracy|capabilities)\s+(?:to|as)"
+    r"|correlat(?:es|ed|e)\s+(?:\w+ly\s+)?with|(?:positively|negatively|strongly)\s+correlat(?:es|ed|e)"
     r"|more\s+robust\s+to|(?:is|are|remain|remains)\s+(?:\w+ly\s+)?vulnerable\s+to"
-    r"|(?:stronger|better|greater|more\s+(?:robust|efficient|effective|accurate|interpretable"
-    r"|faithful|reliable|stable|scalable|expressive))(?=[^.;]{0,100}(?<!rather )\bthan\b))\b",
+    r"|more\s+(?:efficiently|accurately|quickly|robustly|effectively|reliably|stably)"
+    r"|(?:stronger|better|greater|more\s+[a-z]+)(?=[^.;]{0,100}(?<!rather )\bthan\b))\b",
     _I,
 )
 # Cheap substring test before the trigger regex; every trigger contains one of these.
 _TRIGGER_STEMS = _words(
-    """outperform surpass beat exceed state-of-the-art sota improv enhanc boost reduc increas
-    speed accelerat superior advantage gain match compet comparable par correlat than strong
-    excellent remarkable impressive promising robust vulnerable"""
+    """outperform surpass beat exceed state sota improv enhanc boost reduc increas speed
+    accelerat superior advantage gain match compet comparable par correlat than strong excellent
+    remarkable impressive promising robust vulnerable effective efficacy benefit utility useful
+    merit value potential importance promise feasib power strength efficien applicab viab well
+    better favorabl good similar more"""
 )
 _BLOCK_BEFORE = [
     # purpose ("to improve", "for improving"), but not "able to" / "lead to" / "compared to"
@@ -188,11 +203,29 @@ _BLOCK_BEFORE = [
         r"|seek|seeks|hope)\s+(?:\w+\s+){0,2}$",
         _I,
     ),
-    re.compile(r"\b(?:as|when|if|whether|once)\s+(?:[\w'-]+\s+){0,6}$", _I),
+    re.compile(r"\b(?:as|when|if|whether|once|although|though)\s+(?:[\w'-]+\s+){0,6}$", _I),
+    re.compile(r"\b(?:they|which\s+best|best)\s+(?:\w+ly\s+)?$", _I),
     re.compile(r"\b(?:may|might|could|would|should|will)\s+(?:\w+ly\s+)?$", _I),
     re.compile(r"\b(?:with|the|an?|of|by|its|their)\s+$", _I),
 ]
-_CHANGE_VERB = re.compile(r"(?:improv|enhanc|boost|reduc|increas|accelerat)\w*", _I)
+_CHANGE_VERB = re.compile(
+    r"(?:(?:significantly|substantially|consistently|greatly|markedly|considerably|dramatically"
+    r"|notably|further|largely)\s+)?(?:improv|enhanc|boost|reduc|increas|accelerat)\w*",
+    _I,
+)
+_ANNOUNCE = re.compile(r"(?:validat|verif|evaluat|assess|examin|investigat|test)\w*\s", _I)
+_WE_BEFORE = re.compile(r"\bwe\s+(?:\w+ly\s+|also\s+|further\s+|then\s+)?$", _I)
+_NOUN_END = re.compile(r"(?:ment|ments|tion|tions)$", _I)
+_PURPOSE_BEFORE = re.compile(r"\b(?:that|which|we|and)\s+(?:\w+ly\s+|also\s+|further\s+)?$", _I)
+_VERB_TRIGGER = re.compile(
+    r"(?:outperform|surpass|beat|exceed|achiev|set|establish|attain|reach|obtain|deliver|yield"
+    r"|demonstrat|report|show|improv|enhanc|boost|reduc|increas|speed|accelerat|match|compete"
+    r"|correlat|perform|produc|giv|lead|validat|confirm|exhibit|significantly|substantially"
+    r"|consistently|greatly|markedly|considerably|dramatically|notably|further|largely)",
+    _I,
+)
+_COORDINATOR = re.compile(r",?\s+(?:and|but)\s+(?:also\s+|even\s+|still\s+)?|;\s*|,\s+while\s+", _I)
+_AS_WELL_AS = re.compile(r",?\s+as\s+well\s+as\s+", _I)
 _INTRANSITIVE = re.compile(r"\s*(?:[,.;:)]|$|(?:to|with|as|when|over|from)\b)", _I)
 _OBJECT_TRIGGER = re.compile(r"improv|enhanc|boost|reduc|increas|superior|accelerat")
 _IN_TERMS_OF = re.compile(r"\s*(?:in|of)\s+(?:terms\s+of\s+)?", _I)
@@ -278,16 +311,13 @@ def extract_claims(text: str) -> list[dict[str, Any]]:
             continue
         view = math_view(sentence)  # same offsets; simple LaTeX numbers made plain
         quantitative = _quantitative(view)
-        if quantitative:
-            found.extend(
-                (idx, pos, _grounded(claim, sentence, view)) for pos, claim in quantitative
-            )
-            continue
-        if _SUMMARY_OPENER.search(sentence) and found:
+        taken = [claim["_span"] for _pos, claim in quantitative]
+        found.extend((idx, pos, _grounded(claim, sentence, view)) for pos, claim in quantitative)
+        if _SUMMARY_OPENER.search(sentence) and found and not quantitative:
             continue  # a closing restatement of results already extracted
-        qualitative = _qualitative(view)
-        if qualitative:
-            found.append((idx, 0, _grounded(qualitative, sentence, view)))
+        for claim in _qualitative(view, taken):
+            pos = claim["_span"][0]
+            found.append((idx, pos, _grounded(claim, sentence, view)))
     return _select(found)
 
 
@@ -602,33 +632,81 @@ def _cap(s: str, span: tuple[int, int], hit: Hit) -> tuple[int, int]:
 # --- qualitative ------------------------------------------------------------------------
 
 
-def _qualitative(sentence: str) -> dict[str, Any] | None:
+def _qualitative(sentence: str, taken: list[tuple[int, int]]) -> list[dict[str, Any]]:
+    """Evaluative results of a sentence, one per clause with its own predicate ('X outperforms
+    A, and achieves state of the art on B' is two); clauses already carrying a number
+    (`taken`: their evidence spans) are left to the quantitative claims."""
     low = sentence.lower()
     if not any(stem in low for stem in _TRIGGER_STEMS) or any(t in low for t in _THEORY):
-        return None
-    if _METHOD_SENTENCE.search(sentence) and not _EVIDENCE_CUE.search(sentence):
-        return None
-    for m in _QUAL_TRIGGER.finditer(sentence):
-        if _blocked(sentence, m):
+        return []
+    evidence_cue = bool(_EVIDENCE_CUE.search(sentence))
+    if _METHOD_SENTENCE.search(sentence) and not evidence_cue:
+        return []
+    triggers = [
+        m
+        for m in _QUAL_TRIGGER.finditer(sentence)
+        if not _blocked(sentence, m, evidence_cue) and not any(a <= m.start() < b for a, b in taken)
+    ]
+    out: list[dict[str, Any]] = []
+    for clause, m in _clauses(sentence, triggers):
+        if any(a < clause[1] and clause[0] < b for a, b in taken):
             continue
-        return _qualitative_claim(sentence, m)
-    return None
+        out.append(_qualitative_claim(sentence, m, clause))
+    return out
 
 
-def _blocked(s: str, m: re.Match[str]) -> bool:
+def _clauses(s: str, triggers: list[re.Match[str]]) -> list[tuple[tuple[int, int], re.Match[str]]]:
+    """(clause span, its trigger) for each predicate: a new clause starts at a coordinator
+    ('and', ', as well as', ';', ', while') before a verb trigger of its own."""
+    out: list[tuple[tuple[int, int], re.Match[str]]] = []
+    start = 0
+    for m in triggers:
+        cut = None
+        if out and _VERB_TRIGGER.match(m.group("trigger")):
+            for c in _COORDINATOR.finditer(s, out[-1][1].end(), m.start()):
+                cut = c
+        if not out:
+            out.append(((start, len(s)), m))
+        elif cut is not None:
+            prev_span, prev = out[-1]
+            out[-1] = ((prev_span[0], cut.start()), prev)
+            out.append(((cut.end(), len(s)), m))
+    if out and len(out) == 1:
+        also = _AS_WELL_AS.search(s, out[0][1].end())
+        if also and _COMPARE_TRIGGER.match(out[0][1].group("trigger").lower()):
+            # "outperform A on X, as well as B on Y": a second comparison
+            span, m = out[0]
+            out = [((span[0], also.start()), m), ((also.end(), span[1]), m)]
+    return out
+
+
+def _blocked(s: str, m: re.Match[str], evidence_cue: bool = True) -> bool:
     pos = m.start()
+    trigger = m.group("trigger")
     if pos > 1 and s[pos - 1] in "-‑" and s[pos - 2].isalnum():
         return True  # "perplexity-matched"
-    if _CHANGE_VERB.fullmatch(m.group("trigger").split()[-1]) and _INTRANSITIVE.match(s, m.end()):
+    last = trigger.split()[-1]
+    if (
+        _CHANGE_VERB.fullmatch(last)
+        and not _NOUN_END.search(last)
+        and _INTRANSITIVE.match(s, m.end())
+    ):
         return True  # "as context length increases", "which reduce to dendrograms"
     prefix = s[max(0, pos - 60) : pos]
     if any(p.search(prefix) for p in _BLOCK_BEFORE):
         return True
-    return _background_before(s, pos)
+    if not evidence_cue and (
+        (_CHANGE_VERB.match(trigger) and _PURPOSE_BEFORE.search(prefix))
+        or trigger.lower().startswith("match")
+    ):
+        return True  # "a module that enhances X", "we improve X by doing", "X matches the target"
+    if _ANNOUNCE.match(trigger) and _WE_BEFORE.search(prefix):
+        return True  # "we validate the effectiveness of X through experiments": what is done
+    return _background_before(s, m.end())
 
 
-def _qualitative_claim(s: str, m: re.Match[str]) -> dict[str, Any]:
-    span = _qualitative_span(s, m.start())
+def _qualitative_claim(s: str, m: re.Match[str], clause: tuple[int, int]) -> dict[str, Any]:
+    span = _qualitative_span(s, m.start(), clause)
     evidence = s[span[0] : span[1]]
     return {
         "statement": _statement(evidence, None),
@@ -643,8 +721,8 @@ def _qualitative_claim(s: str, m: re.Match[str]) -> dict[str, Any]:
     }
 
 
-def _qualitative_span(s: str, pos: int) -> tuple[int, int]:
-    a, b = _strip_span(s, 0, len(s))
+def _qualitative_span(s: str, pos: int, clause: tuple[int, int]) -> tuple[int, int]:
+    a, b = _strip_span(s, *clause)
     if len(s[a:b].split()) > _MAX_EVIDENCE_WORDS:
         segments = _segments(s)
         a, b = _extend_short(s, _containing(segments, pos), segments)
