@@ -172,7 +172,11 @@ _GAIN_BEFORE = re.compile(
 )
 _RANGE = re.compile(r"\s?(?:[-–−]|to)\s?(?=\d)")
 _FROM = re.compile(r"\bfrom\s+(?:about\s+|around\s+)?[+~∼≈]?$", _I)
-_TO = re.compile(r"\s+(?:down\s+|up\s+)?to\s+(?:about\s+|around\s+|only\s+|just\s+)?[+~∼≈]?", _I)
+_TO = re.compile(
+    r"\s+(?:down\s+|up\s+)?to\s+(?:about\s+|around\s+|only\s+|just\s+|over\s+|more\s+than\s+"
+    r"|nearly\s+|almost\s+|above\s+|below\s+|under\s+)?[+~∼≈]?",
+    _I,
+)
 _CHANGE_OF = re.compile(
     r"\b(?:increase|improvement|gain|reduction|decrease|drop|boost)s?\s+of\s+(?:about\s+|over\s+"
     r"|up\s+to\s+|[~∼≈]\s?)?$",

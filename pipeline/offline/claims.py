@@ -49,7 +49,9 @@ _FIRST_PERSON = re.compile(r"\b(?:we|our|ours)\b", _I)
 # Present perfect about others ("X have shown promise") marks background, not this paper.
 _PRESENT_PERFECT = re.compile(
     r"\b(?:has|have)\s+(?:\w+ly\s+)?(?:been\s+)?(?:shown|demonstrated|emerged|achieved|become"
-    r"|driven|proven|proved|gained|attracted|reported|made|seen|enabled|explored|studied)\b",
+    r"|driven|proven|proved|gained|attracted|reported|made|seen|enabled|explored|studied"
+    r"|obtained|yielded|delivered|produced|outperformed|improved|surpassed|matched|set"
+    r"|established|reached)\b",
     _I,
 )
 _PRIOR_SUBJECT = re.compile(
@@ -57,6 +59,10 @@ _PRIOR_SUBJECT = re.compile(
     r"|earlier|past|recent|traditional|conventional|current|standard)\s+(?:[\w-]+\s+){0,2}?"
     r"(?:work|works|studies|study|research|methods|approaches|literature|techniques|models"
     r"|systems|benchmarks|defenses)\b",
+    _I,
+)
+_OWN_WORK = re.compile(
+    r"\b(?:we|our|ours|this\s+(?:paper|work|study|article)|in\s+this\s+(?:paper|work)|here,?\s+we)\b",
     _I,
 )
 _OTHERS_WORK = re.compile(
@@ -86,7 +92,10 @@ _RESULT_CUE = re.compile(
 )
 _EVIDENCE_CUE = re.compile(
     r"\b(?:experiment|empiric|result|evaluat|benchmark|outperform|surpass|ablation"
-    r"|we\s+(?:\w+ly\s+)?(?:show|find|demonstrate|observe)|achiev)",
+    r"|we\s+(?:\w+ly\s+)?(?:show|find|demonstrate|observe)|achiev|(?:show|shows|showed|shown"
+    r"|demonstrate|demonstrates|demonstrated|find|finds|found|observe|observed|confirm|confirms"
+    r"|indicate|indicates|reveal|reveals|verify|verifies)\s+that|in\s+practice|on\s+\w+\s+"
+    r"(?:benchmarks?|datasets?|tasks))",
     _I,
 )
 _SUMMARY_OPENER = re.compile(
@@ -171,7 +180,7 @@ _QUAL_TRIGGER = re.compile(
     r"|usefulness|merits?|value|potential|importance|promise|feasibility|power|strength"
     r"|robustness|efficiency|applicability|viability|competitiveness)\b"
     r"|perform(?:s|ed)?\s+(?:\w+ly\s+)?(?:well|better|favorably|competitively|comparably"
-    r"|on\s+par)"
+    r"|comparable|on\s+par)"
     r"|superior|(?:substantial|consistent|significant|large|considerable|notable|dramatic)"
     r"\s+(?:improvements?|speed-?ups?|gains?|reductions?|boosts?)|improvements?\s+over"
     r"|gains?\s+over|advantage\s+over|match(?:es|ed)?|compete\s+with"
@@ -199,11 +208,11 @@ _BLOCK_BEFORE = [
         _I,
     ),
     re.compile(
-        r"\b(?:not|no|never|cannot|can't|fails?\s+to|failed\s+to|without|neither|nor|aim|aims"
+        r"\b(?:not(?!\s+only)|no|never|cannot|can't|fails?\s+to|failed\s+to|without|neither|nor|aim|aims"
         r"|seek|seeks|hope)\s+(?:\w+\s+){0,2}$",
         _I,
     ),
-    re.compile(r"\b(?:as|when|if|whether|once|although|though)\s+(?:[\w'-]+\s+){0,6}$", _I),
+    re.compile(r"\b(?:as|when|if|whether|once|although|though)\s+(?:[\w'-]+\s+){0,10}$", _I),
     re.compile(r"\b(?:they|which\s+best|best)\s+(?:\w+ly\s+)?$", _I),
     re.compile(r"\b(?:may|might|could|would|should|will)\s+(?:\w+ly\s+)?$", _I),
     re.compile(r"\b(?:with|the|an?|of|by|its|their)\s+$", _I),
@@ -211,6 +220,19 @@ _BLOCK_BEFORE = [
 _CHANGE_VERB = re.compile(
     r"(?:(?:significantly|substantially|consistently|greatly|markedly|considerably|dramatically"
     r"|notably|further|largely)\s+)?(?:improv|enhanc|boost|reduc|increas|accelerat)\w*",
+    _I,
+)
+# Triggers that are a result only in a sentence that reports evidence: changes, comparatives.
+_WEAK_TRIGGER = re.compile(
+    r"(?:(?:significantly|substantially|consistently|greatly|markedly|considerably|dramatically"
+    r"|notably|further|largely)\s+)?(?:improv|enhanc|boost|reduc|increas|speed|accelerat)"
+    r"|more\s|better|stronger|greater|perform|similar|correlat|positively|negatively|strongly"
+    r"|is\s|are\s|remain",
+    _I,
+)
+_PERF_OBJECT = re.compile(
+    r"(?:es|ed)?\s+(?:or\s+(?:even\s+)?(?:exceeds?|outperforms?|surpass\w*)|(?:the\s+)?(?:performance"
+    r"|accuracy|results|state)|(?:that|those)\s+of)",
     _I,
 )
 _ANNOUNCE = re.compile(r"(?:validat|verif|evaluat|assess|examin|investigat|test)\w*\s", _I)
@@ -306,9 +328,10 @@ def extract_claims(text: str) -> list[dict[str, Any]]:
         return []
     sentences = _sentences(text[:_MAX_CHARS])
     found: list[tuple[int, int, dict[str, Any]]] = []
+    first_own = next((i for i, s in enumerate(sentences) if _OWN_WORK.search(s)), 0)
     for idx, sentence in enumerate(sentences):
-        if _is_background_sentence(sentence, idx, len(sentences)):
-            continue
+        if idx < first_own or _is_background_sentence(sentence, idx, len(sentences)):
+            continue  # context comes before the paper first speaks of its own work
         view = math_view(sentence)  # same offsets; simple LaTeX numbers made plain
         quantitative = _quantitative(view)
         taken = [claim["_span"] for _pos, claim in quantitative]
@@ -696,10 +719,10 @@ def _blocked(s: str, m: re.Match[str], evidence_cue: bool = True) -> bool:
     if any(p.search(prefix) for p in _BLOCK_BEFORE):
         return True
     if not evidence_cue and (
-        (_CHANGE_VERB.match(trigger) and _PURPOSE_BEFORE.search(prefix))
-        or trigger.lower().startswith("match")
+        _WEAK_TRIGGER.match(trigger)
+        or (trigger.lower().startswith("match") and not _PERF_OBJECT.match(s, m.end()))
     ):
-        return True  # "a module that enhances X", "we improve X by doing", "X matches the target"
+        return True  # "a module that enhances X", "more important than", "matches the target"
     if _ANNOUNCE.match(trigger) and _WE_BEFORE.search(prefix):
         return True  # "we validate the effectiveness of X through experiments": what is done
     return _background_before(s, m.end())
@@ -736,10 +759,10 @@ def _qualitative_span(s: str, pos: int, clause: tuple[int, int]) -> tuple[int, i
 
 def _qualitative_metric(s: str, m: re.Match[str]) -> str | None:
     trigger = m.group("trigger").lower()
-    if _OBJECT_TRIGGER.search(trigger):
+    if _OBJECT_TRIGGER.match(trigger.split()[-1]):
         inner = _IN_TERMS_OF.match(s, m.end())
         phrase = _phrase(s, inner.end() if inner else m.end())
-        if phrase and not phrase.lower().startswith(("by ", "over ", "on ")):
+        if phrase and not phrase.lower().startswith(("by ", "over ", "on ", "and ")):
             return phrase
     for word, name in _ADJ_METRIC.items():
         if trigger.endswith(word):
