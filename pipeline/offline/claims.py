@@ -192,7 +192,98 @@ _QUAL_TRIGGER = re.compile(
     r"|(?:stronger|better|greater|more\s+[a-z]+)(?=[^.;]{0,100}(?<!rather )\bthan\b))\b",
     _I,
 )
-# Cheap substring test before the trigger regex; every trigger contains one of these.
+_ALPHA_RUN = re.compile(r"[A-Za-z]+")
+# First three letters of every word a trigger can start with (kept in step with _QUAL_TRIGGER).
+_TRIGGER_PREFIXES = frozenset(
+    w[:3]
+    for w in [
+        "outperform",
+        "surpass",
+        "beat",
+        "exceed",
+        "achiev",
+        "set",
+        "establish",
+        "attain",
+        "reach",
+        "obtain",
+        "deliver",
+        "yield",
+        "demonstrat",
+        "report",
+        "show",
+        "new",
+        "significantly",
+        "substantially",
+        "consistently",
+        "greatly",
+        "markedly",
+        "considerably",
+        "dramatically",
+        "notably",
+        "further",
+        "largely",
+        "improv",
+        "enhanc",
+        "boost",
+        "reduc",
+        "increas",
+        "speed",
+        "accelerat",
+        "produc",
+        "giv",
+        "lead",
+        "exhibit",
+        "validat",
+        "confirm",
+        "verif",
+        "illustrat",
+        "highlight",
+        "indicat",
+        "prov",
+        "perform",
+        "superior",
+        "substantial",
+        "consistent",
+        "significant",
+        "large",
+        "considerable",
+        "notable",
+        "dramatic",
+        "gain",
+        "advantage",
+        "match",
+        "compete",
+        "competitive",
+        "comparable",
+        "on",
+        "similar",
+        "correlat",
+        "positively",
+        "negatively",
+        "strongly",
+        "more",
+        "is",
+        "are",
+        "remain",
+        "stronger",
+        "better",
+        "greater",
+    ]
+)
+# Cheap substring tests before the regexes. A sentence with a strong trigger stem can hold a
+# result on its own; one with only weak stems ("improves", "better than") needs an evidence cue,
+# and every evidence cue contains one of _EVIDENCE_STEMS.
+_STRONG_STEMS = _words(
+    """outperform surpass beat exceed state-of-the-art sota superior advantage competitive
+    comparable compete match effective efficacy benefit utility useful merit potential
+    importance feasib promis vulnerable"""
+) | {"state of the art", "on par", " over "}
+_EVIDENCE_STEMS = _words(
+    """experiment empiric result evaluat benchmark outperform surpass ablation show find found
+    demonstrat observ achiev confirm indicat reveal verif practice dataset task"""
+)
+# Every trigger contains one of these.
 _TRIGGER_STEMS = _words(
     """outperform surpass beat exceed state sota improv enhanc boost reduc increas speed
     accelerat superior advantage gain match compet comparable par correlat than strong excellent
@@ -660,14 +751,19 @@ def _qualitative(sentence: str, taken: list[tuple[int, int]]) -> list[dict[str, 
     A, and achieves state of the art on B' is two); clauses already carrying a number
     (`taken`: their evidence spans) are left to the quantitative claims."""
     low = sentence.lower()
-    if not any(stem in low for stem in _TRIGGER_STEMS) or any(t in low for t in _THEORY):
+    if any(t in low for t in _THEORY):
         return []
-    evidence_cue = bool(_EVIDENCE_CUE.search(sentence))
-    if _METHOD_SENTENCE.search(sentence) and not evidence_cue:
+    strong = any(stem in low for stem in _STRONG_STEMS)
+    if not strong and not any(stem in low for stem in _TRIGGER_STEMS):
         return []
+    evidence_cue = any(cue in low for cue in _EVIDENCE_STEMS) and bool(
+        _EVIDENCE_CUE.search(sentence)
+    )
+    if not (strong or evidence_cue) or (_METHOD_SENTENCE.search(sentence) and not evidence_cue):
+        return []  # weak triggers need evidence; a method sentence without it has no result
     triggers = [
         m
-        for m in _QUAL_TRIGGER.finditer(sentence)
+        for m in _triggers(sentence)
         if not _blocked(sentence, m, evidence_cue) and not any(a <= m.start() < b for a, b in taken)
     ]
     out: list[dict[str, Any]] = []
@@ -675,6 +771,22 @@ def _qualitative(sentence: str, taken: list[tuple[int, int]]) -> list[dict[str, 
         if any(a < clause[1] and clause[0] < b for a, b in taken):
             continue
         out.append(_qualitative_claim(sentence, m, clause))
+    return out
+
+
+def _triggers(s: str) -> list[re.Match[str]]:
+    """`_QUAL_TRIGGER.finditer(s)`, but tried only where a word starts as a trigger can (the
+    regex has many alternatives; trying them at every character is the extractor's hot spot)."""
+    out: list[re.Match[str]] = []
+    pos = 0
+    for w in _ALPHA_RUN.finditer(s):
+        a = w.start()
+        if a < pos or w.group(0)[:3].lower() not in _TRIGGER_PREFIXES or (a and s[a - 1].isalnum()):
+            continue
+        m = _QUAL_TRIGGER.match(s, a)
+        if m is not None:
+            out.append(m)
+            pos = m.end()
     return out
 
 

@@ -104,18 +104,21 @@ def _norm_abbrev(token: str) -> str:
     return token
 
 
-def _token_forms(token: str) -> tuple[str, str, str]:
-    """(abbreviation-aware form, case-insensitive form, lowercase) of one token."""
+def _token_forms(token: str) -> tuple[str, str, str, str]:
+    """(abbreviation-aware form, case-insensitive form, lowercase, model family suffix or '')
+    of one token."""
     token = token.strip("_")
     low = token.lower()
     ci = _stem(low)
-    return (_norm_abbrev(token) if _is_abbrev(token) else ci), ci, low
+    if _is_abbrev(token):
+        return _norm_abbrev(token), ci, low, _suffix_of(_norm_abbrev(token))
+    return ci, ci, low, ""
 
 
-class _FormsCache(dict[str, tuple[str, str, str]]):
+class _FormsCache(dict[str, tuple[str, str, str, str]]):
     """Token -> `_token_forms(token)`, filled on demand; a plain dict lookup on a hit."""
 
-    def __missing__(self, token: str) -> tuple[str, str, str]:
+    def __missing__(self, token: str) -> tuple[str, str, str, str]:
         if len(self) >= _FORMS_CACHE_SIZE:
             self.clear()
         forms = self[token] = _token_forms(token)
@@ -282,14 +285,15 @@ class _Analysis:
         self.tokens, self.seps = parts[1::2], parts[0::2]  # seps[i] precedes tokens[i]
         forms = list(map(_forms, self.tokens))
         self.lower: tuple[str, ...]
-        cs, ci, self.lower = (
-            (tuple(col) for col in zip(*forms, strict=True)) if forms else ((), (), ())
+        families: tuple[str, ...]
+        cs, ci, self.lower, families = (
+            (tuple(col) for col in zip(*forms, strict=True)) if forms else ((), (), (), ())
         )
         self.definitions = _definitions(text)
         self.aliases = _aliases(matcher, self.definitions)
         found = matcher.scan(cs, ci, self.aliases)
-        if matcher.families:
-            found = _with_families(found, cs, matcher.families)
+        if matcher.families and any(families):
+            found = _with_families(found, families, matcher.families)
         found = [m for m in found if not self._cancelled(m)]
         self.mentions = _weigh(_in_context(found, matcher, cs, ci), text)
 
@@ -297,53 +301,41 @@ class _Analysis:
         """A negated ('without RLHF'), contrasted ('unlike GANs') or hyphen-qualified
         ('DNA-like', 'attention-free') mention is not a topic of the abstract."""
         lower, start = self.lower, m.start
-        if any(t in _NEGATORS for t in lower[max(0, start - 2) : start]):
+        before = lower[max(0, start - 2) : start]
+        if not _NEGATORS.isdisjoint(before):
             return True
         if m.end < len(lower) and self.seps[m.end] == "-" and lower[m.end] in _SUFFIX_BLOCKERS:
             return True
-        before = lower[max(0, start - 2) : start]
+        if not before or before[-1] not in _PASSING_LAST:
+            return False
         return any(before[len(before) - len(p) :] == p for p in tag_rules.PASSING_BEFORE)
 
 
 _SUFFIX_BLOCKERS = tag_rules.SUFFIX_BLOCKERS
+_PASSING_LAST = frozenset(p[-1] for p in tag_rules.PASSING_BEFORE)
 
 
 def _with_families(
-    found: list[Mention], cs: tuple[str, ...], families: dict[str, str]
+    found: list[Mention], families: tuple[str, ...], tags: dict[str, str]
 ) -> list[Mention]:
-    """Add names that end in a model family ('CycleGAN', 'DistilBERT') not matched otherwise."""
-    extra = []
-    for i, token in enumerate(cs):
-        suffix = _family_suffix(token)
-        if suffix is not None and suffix in families:
-            extra.append(Mention(families[suffix], i, i + 1))
-    if not extra:
-        return found
+    """Add names that end in a model family ('CycleGAN', 'DistilBERT') not matched otherwise;
+    `families[i]` is the family suffix of token i ('' for none)."""
     covered = {i for m in found for i in range(m.start, m.end)}
-    extra = [m for m in extra if m.start not in covered]
+    extra = [
+        Mention(tags[f], i, i + 1)
+        for i, f in enumerate(families)
+        if f and f in tags and i not in covered
+    ]
     return sorted(found + extra, key=lambda m: m.start) if extra else found
 
 
-class _SuffixCache(dict[str, str | None]):
-    """Token -> the model-family suffix it ends in (or None), filled on demand."""
-
-    def __missing__(self, token: str) -> str | None:
-        if len(self) >= _FORMS_CACHE_SIZE:
-            self.clear()
-        found = self[token] = _suffix_of(token)
-        return found
-
-
-def _suffix_of(token: str) -> str | None:
-    """The family a name token ends in: 'CycleGAN', 'BiLSTM' (not 'GAN' itself, and not an
-    all-caps word such as 'ORGAN' that merely ends in the letters)."""
+def _suffix_of(token: str) -> str:
+    """The family an abbreviation-like name ends in: 'CycleGAN', 'BiLSTM', 'DistilBERT' (not
+    'GAN' itself, and not an all-caps word such as 'ORGAN' that merely ends in the letters)."""
     for suffix in tag_rules.FAMILY_SUFFIXES:
         if len(token) > len(suffix) and token.endswith(suffix):
-            return None if token[: -len(suffix)].isupper() else suffix
-    return None
-
-
-_family_suffix = _SuffixCache().__getitem__
+            return "" if token[: -len(suffix)].isupper() else suffix
+    return ""
 
 
 def _in_context(
