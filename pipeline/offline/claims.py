@@ -283,14 +283,6 @@ _EVIDENCE_STEMS = _words(
     """experiment empiric result evaluat benchmark outperform surpass ablation show find found
     demonstrat observ achiev confirm indicat reveal verif practice dataset task"""
 )
-# Every trigger contains one of these.
-_TRIGGER_STEMS = _words(
-    """outperform surpass beat exceed state sota improv enhanc boost reduc increas speed
-    accelerat superior advantage gain match compet comparable par correlat than strong excellent
-    remarkable impressive promising robust vulnerable effective efficacy benefit utility useful
-    merit value potential importance promise feasib power strength efficien applicab viab well
-    better favorabl good similar more"""
-)
 _BLOCK_BEFORE = [
     # purpose ("to improve", "for improving"), but not "able to" / "lead to" / "compared to"
     re.compile(
@@ -754,8 +746,6 @@ def _qualitative(sentence: str, taken: list[tuple[int, int]]) -> list[dict[str, 
     if any(t in low for t in _THEORY):
         return []
     strong = any(stem in low for stem in _STRONG_STEMS)
-    if not strong and not any(stem in low for stem in _TRIGGER_STEMS):
-        return []
     evidence_cue = any(cue in low for cue in _EVIDENCE_STEMS) and bool(
         _EVIDENCE_CUE.search(sentence)
     )
