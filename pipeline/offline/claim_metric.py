@@ -111,8 +111,10 @@ _BOUND_BEFORE = re.compile(
 _PAREN_BEFORE = re.compile(
     r"\s*\(\s*(?:less\s+than|more\s+than|up\s+to|over|about|only|nearly|[~∼≈<>]\s?)?\s*$", _I
 )
+_AT_TIME = re.compile(r"\s+at\s+(?:test|inference|training|run)(?:\s+time)?\s*$", _I)
 _OF_AFTER = re.compile(r"\)?\s+of\s+(?:the\s+|its\s+|their\s+)?(?:original\s+)?", _I)
 _SPEED = re.compile(r"\b(?:faster|speed|speeds|accelerat\w*)\b", _I)
+_BEAT_BY = re.compile(r"\b(?:outperform\w*|surpass\w*|beat\w*|exceed\w*)\b[^;]*\bby\s+\S*$", _I)
 _AND_BY = re.compile(r"\b(?:and|or)\s+(?:by\s+|to\s+|of\s+)?(?:about\s+|up\s+to\s+|[~∼≈]\s?)?$", _I)
 _ADVERB_BEFORE = re.compile(r"\baccurate(?:ly)?\s*\(?\s*[~∼≈]?\s*$", _I)
 _DETERMINER = re.compile(r"(?:the|a|an|its|their|our|this|these|both)\s+", _I)
@@ -154,8 +156,8 @@ def quantitative_metric(
     named = named or _of_phrase(s, hit) or _known_metric(before)
     if named is None and hit.unit == "x" and _SPEED.search(before):
         named = "speedup"  # "enables faster inference (up to 4x)"
-    if named is None and item:
-        named = _known_metric(s[: hit.start])
+    if named is None and (item or _BEAT_BY.search(before)):
+        named = _known_metric(s[: hit.start])  # "73% Top-5 accuracy, outperforming A by 28%"
     if named is None and _AND_BY.search(before):
         named = previous  # "by 19% over A and by 9% over B"
     return named
@@ -175,9 +177,19 @@ def _after_number(s: str, hit: Hit) -> str | None:
         obj = _OBJECT.match(s, stop)
         if obj:
             inner, _end = _phrase_words(s, obj.end())
-            if inner and inner[0].lower() not in {"average", "total", "general", "part"}:
+            if inner and _metric_like(inner):
                 return _name(inner)
     return _name(words)
+
+
+def _metric_like(words: list[str]) -> bool:
+    """An object that names a quantity ('accuracy', 'IoU'), not a model or a setting
+    ('ResNet18', 'average')."""
+    if words[0].lower() in {"average", "total", "general", "part", "some", "all"}:
+        return False
+    return bool(
+        METRIC_CONTEXT.fullmatch(" ".join(words[-2:])) or METRIC_CONTEXT.fullmatch(words[-1])
+    ) or all(w.islower() for w in words)
 
 
 def _phrase_words(s: str, pos: int) -> tuple[list[str], int]:
@@ -202,7 +214,12 @@ def _phrase_words(s: str, pos: int) -> tuple[list[str], int]:
 
 def _phrase_back(text: str) -> list[str]:
     """Up to _MAX_WORDS whole words ending `text`, stopping at punctuation or a stop word;
-    nothing when the phrase is negated ('no accuracy')."""
+    nothing when the phrase is negated ('no accuracy'); 'Top-1 and Top-5 error' gives the
+    shared head 'error'; 'the speedup at test time' stays whole."""
+    at = _AT_TIME.search(text)
+    if at:
+        head = _phrase_back(text[: at.start()])
+        return [*head, *at.group(0).split()] if head else []
     tokens = text[-120:].split()
     words: list[str] = []
     while tokens and len(words) < _MAX_WORDS:
@@ -218,6 +235,8 @@ def _phrase_back(text: str) -> list[str]:
         words.insert(0, core)
         if core != token:
             break
+    if len(words) >= 2 and len(tokens) >= 2 and tokens[-1].lower() == "and":
+        return words[-1:]  # "Top-1 and Top-5 error": the coordinated modifiers share the head
     return words
 
 

@@ -97,7 +97,9 @@ _METRIC_UNIT = re.compile(
     r"\s?(?P<unit>bpc|BPC|bpd|BPD|bits/dim(?:ension)?|bits\s+per\s+(?:dim(?:ension)?|character)"
     r"|nats|MOS|dB)(?![\w/])"
 )
-_MEASURE_CUE = re.compile(r"reduc|\bcut|lower|faster|speed|latency|\btime|memory|down\b|sav", _I)
+_MEASURE_CUE = re.compile(
+    r"reduc|\bcut|lower|faster|speed|latency|\btimes?\b|memory|down\b|sav", _I
+)
 _PLAIN_POINTS = re.compile(r"\s+(?:points?|pts)\b", _I)
 _COUNT_RESULT = re.compile(r"\s+(?P<unit>moves)\b", _I)  # "solves it in 30 moves"
 _FACTOR_OF = re.compile(r"\bfactor\s+of\s+(?:about\s+|around\s+|over\s+|up\s+to\s+)?[~∼≈]?\s?$", _I)
@@ -112,10 +114,10 @@ _CONDITION_BEFORE = re.compile(
 )
 # Design settings named before their value: "sparsity levels above 90%", "a noise rate of 40%".
 _SETTING_BEFORE = re.compile(
-    r"\b(?:sparsity|pruning|compression|noise|label\s+noise|corruption|masking|mask|dropout"
-    r"|missing|occlusion|subsampling|sampling|learning|mixing|poisoning|perturbation|budget"
-    r"|threshold|ratio|rate|fraction|proportion|percentage|share|portion|amount)"
-    r"(?:\s+(?:levels?|ratios?|rates?|levels?|budgets?|thresholds?))?"
+    r"\b(?:(?:sparsity|pruning|compression|noise|corruption|masking|mask|dropout|missing"
+    r"|occlusion|subsampling|sampling|learning|mixing|poisoning|perturbation|labell?ing)"
+    r"(?:\s+(?:levels?|ratios?|rates?|budgets?|thresholds?|fractions?|probability))?"
+    r"|budget|threshold)"
     r"\s+(?:of\s+|above\s+|below\s+|over\s+|under\s+|up\s+to\s+|at\s+|as\s+high\s+as\s+"
     r"|ranging\s+from\s+|from\s+|between\s+|=\s*|is\s+|was\s+)*(?:only\s+)?[~∼≈]?\s?$",
     _I,
@@ -165,6 +167,13 @@ _CHANGE_AFTER = re.compile(
     r"|gains?|reductions?|speed-?ups?|relative)\b",
     _I,
 )
+# "the speedup at test time is 3X", "memory reduction is 3X"
+_MULT_SUBJECT = re.compile(
+    r"\b(?:speed-?ups?|accelerations?|reductions?|compression|improvements?|gains?|savings?)"
+    r"\b[^,;.]{0,30}?\b(?:is|was|are|of|=|reaches|reached)\s+(?:about\s+|around\s+|up\s+to\s+"
+    r"|over\s+)?[~∼≈]?\s?$",
+    _I,
+)
 _GAIN_BEFORE = re.compile(
     r"(?:\bby|\+|\bof|\bgains?|\bimprov\w*)\s*(?:about\s+|over\s+|more\s+than\s+|up\s+to\s+"
     r"|nearly\s+|almost\s+|roughly\s+|around\s+)?[~∼≈]?\s?$",
@@ -180,6 +189,13 @@ _TO = re.compile(
 _CHANGE_OF = re.compile(
     r"\b(?:increase|improvement|gain|reduction|decrease|drop|boost)s?\s+of\s+(?:about\s+|over\s+"
     r"|up\s+to\s+|[~∼≈]\s?)?$",
+    _I,
+)
+# "fails to outperform DQNs in 4 out of 5 games": a count of outcomes is a result.
+_OUT_OF = re.compile(r"\s+(?:out\s+of|of\s+the|of)\s+\d+\b")
+_COUNT_RESULT_BEFORE = re.compile(
+    r"\b(?:outperform\w*|surpass\w*|beat\w*|exceed\w*|better|wins?|won|solv\w*|fails?|failed"
+    r"|succeed\w*|best|match\w*|improv\w*)\b[^.;]*$",
     _I,
 )
 _BEAT = re.compile(r"\b(?:beat|beats|outperform\w*|surpass\w*|exceed\w*|lead\w*)\b", _I)
@@ -218,18 +234,20 @@ _METRIC_NAMES = (
     r"accuracy|AUROC|AUPRC|AUC|F1(?:[\s-]score)?|BLEU|ROUGE(?:-\w+)?|METEOR|CIDEr|perplexity|PPL"
     r"|FID|mAP|mIoU|IoU|exact match|EM|recall|precision|success rate|win rate|pass@\d+"
     r"|error rate|error|WER|CER|NDCG(?:@\d+)?|MRR|Hits@\d+|correlation|agreement|reward"
-    r"|Spearman|Pearson|MSE|MAE|RMSE|Elo|score|PSNR|SSIM|LPIPS|Inception\s+Score|IS|AP"
+    r"|Spearman|Pearson|MSE|MAE|RMSE|Elo|score|PSNR|SSIM|LPIPS|Inception\s+Score"
+    r"|Fr[ée]chet\s+Inception\s+Distance|(?-i:IS|AP|EM)"
     r"|top-\d\s+accuracy|return|returns|perplexities|accuracies|errors|scores"
 )
 METRIC_BEFORE = re.compile(
-    rf"\b(?:{_METRIC_NAMES})\s*(?:score\s+)?(?:of|=|:|at|to|reaches|reaching|is|was)?\s*"
+    rf"\b(?:{_METRIC_NAMES})\s*(?:\([A-Z][\w-]{{0,8}}\)\s*)?(?:score\s+)?"
+    r"(?:of|=|:|at|to|reaches|reaching|is|was)?\s*"
     r"(?:about\s+|around\s+|approximately\s+|only\s+|[~∼≈]\s?)?$",
     _I,
 )
 _ACRONYM_AFTER = re.compile(r"\s+(?P<metric>[A-Z][A-Z0-9]{1,6}(?:-[A-Z0-9]+)?)(?![\w-])")
 METRIC_AFTER = re.compile(
-    r"\s+(?P<metric>BLEU|ROUGE(?:-\w+)?|METEOR|CIDEr|perplexity|PPL|FID|mAP|mIoU|IoU|EM|WER|CER"
-    r"|F1|AUROC|AUPRC|AUC|MRR|NDCG(?:@\d+)?|Hits@\d+|PSNR|SSIM|IS|AP|Elo|accuracy|error"
+    r"\s+(?P<metric>BLEU|ROUGE(?:-\w+)?|METEOR|CIDEr|perplexity|PPL|FID|mAP|mIoU|IoU|(?-i:EM)|WER"
+    r"|CER|F1|AUROC|AUPRC|AUC|MRR|NDCG(?:@\d+)?|Hits@\d+|PSNR|SSIM|(?-i:IS|AP)|Elo|accuracy|error"
     r"|exact\s+match|recall|precision|points?\s+of\s+\w+|speed-?ups?)\b",
     _I,
 )
@@ -343,7 +361,12 @@ def _accept(s: str, item: _Item, head: _Item, anchor: _Item) -> Hit | None:
         return _bare_metric(s, item, before)
     if unit == "x":
         factor = _FACTOR_OF.search(s, max(0, item.start - 30), item.start)
-        if not (factor or _MULT_AFTER.match(s, anchor.end) or _MULT_BEFORE.search(before)):
+        if not (
+            factor
+            or _MULT_AFTER.match(s, anchor.end)
+            or _MULT_BEFORE.search(before)
+            or _MULT_SUBJECT.search(s, max(0, item.start - 60), item.start)
+        ):
             return None  # "16x the original data", "models 50x larger": a setting
     elif unit == "points":
         if not (_GAIN_BEFORE.search(before) or _MULT_AFTER.match(s, anchor.end)):
@@ -372,6 +395,9 @@ def _bare_metric(s: str, item: _Item, before: str) -> Hit | None:
     after = METRIC_AFTER.match(s, item.num_end)
     if item.metric:  # filled in from the list's tail ("15.68, 15.13 and 1.75 BLEU")
         return Hit(item.start, item.num_end, item.num_start, item.value, None, item.metric)
+    out_of = _OUT_OF.match(s, item.num_end)
+    if out_of and _COUNT_RESULT_BEFORE.search(s, max(0, item.start - 60), item.start):
+        return Hit(item.start, out_of.end(), item.num_start, item.value, None, None)
     if not decimal and (len(number) > 3 or int(number.replace(",", "")) > 100):
         return None  # years, sizes and counts
     if after is None and decimal:

@@ -78,6 +78,9 @@ _METHOD_SENTENCE = re.compile(
     r"|investigate|benchmark|evaluate|test|analy[sz]e|scale|extend|derive|formulate|model)\b",
     _I,
 )
+_PASSIVE_METHOD = re.compile(
+    r"\b(?:is|are|was|were)\s+(?:\w+ly\s+)?(?:trained|evaluated|tested)\s+on\b", _I
+)
 _SETUP_SENTENCE = re.compile(
     r"\b(?:contains?|consists?\s+of|comprises?|comprising|covering|covers|includes?|including"
     r"|spanning|spans|composed\s+of|collected|curated|annotated)\b",
@@ -518,7 +521,7 @@ def _quantitative(sentence: str) -> list[tuple[int, dict[str, Any]]]:
 
 def _describes_method(sentence: str, first: Hit) -> bool:
     """A method or setup sentence ('we mask 15% of tokens') with no result cue near its numbers."""
-    if _METHOD_SENTENCE.search(sentence):
+    if _METHOD_SENTENCE.search(sentence) or _PASSIVE_METHOD.search(sentence, 0, first.start):
         return not _RESULT_CUE.search(sentence, max(0, first.start - 60))
     return bool(_SETUP_SENTENCE.search(sentence)) and not _RESULT_CUE.search(sentence)
 
