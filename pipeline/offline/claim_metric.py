@@ -231,12 +231,12 @@ def _phrase_back(text: str) -> list[str]:
         if not _WORD.fullmatch(core) or core.lower() in _STOP or core.lower().endswith("ly"):
             if core.lower() in _NEGATION and words:
                 return []
+            if core.lower() == "and" and len(words) >= 2 and tokens:
+                return words[-1:]  # "Top-1 and Top-5 error": coordinated modifiers, one head
             break
         words.insert(0, core)
         if core != token:
             break
-    if len(words) >= 2 and len(tokens) >= 2 and tokens[-1].lower() == "and":
-        return words[-1:]  # "Top-1 and Top-5 error": the coordinated modifiers share the head
     return words
 
 

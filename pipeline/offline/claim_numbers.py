@@ -398,12 +398,13 @@ def _bare_metric(s: str, item: _Item, before: str) -> Hit | None:
     out_of = _OUT_OF.match(s, item.num_end)
     if out_of and _COUNT_RESULT_BEFORE.search(s, max(0, item.start - 60), item.start):
         return Hit(item.start, out_of.end(), item.num_start, item.value, None, None)
-    if not decimal and (len(number) > 3 or int(number.replace(",", "")) > 100):
-        return None  # years, sizes and counts
+    local = s[max(0, item.start - 40) : item.start]
+    named_before = METRIC_BEFORE.search(local)
+    if not decimal and not named_before and (len(number) > 3 or int(number.replace(",", "")) > 100):
+        return None  # years, sizes and counts (unless a metric names it: "an IS of 148")
     if after is None and decimal:
         after = _ACRONYM_AFTER.match(s, item.num_end)
-    local = s[max(0, item.start - 40) : item.start]
-    ok = bool(METRIC_BEFORE.search(local)) or after is not None
+    ok = bool(named_before) or after is not None
     if not ok and local.rstrip().endswith(":"):
         # "perplexities on two data sets: 57.3 on Penn Treebank and 65.8 on WikiText-2"
         ok = bool(METRIC_CONTEXT.search(s, max(0, item.start - 80), item.start))

@@ -94,7 +94,7 @@ _RESULT_CUE = re.compile(
     _I,
 )
 _EVIDENCE_CUE = re.compile(
-    r"\b(?:experiment|empiric|result|evaluat|benchmark|outperform|surpass|ablation"
+    r"\b(?:experiment|empiric|results?\b|evaluat|benchmark|outperform|surpass|ablation"
     r"|we\s+(?:\w+ly\s+)?(?:show|find|demonstrate|observe)|achiev|(?:show|shows|showed|shown"
     r"|demonstrate|demonstrates|demonstrated|find|finds|found|observe|observed|confirm|confirms"
     r"|indicate|indicates|reveal|reveals|verify|verifies)\s+that|in\s+practice|on\s+\w+\s+"
@@ -333,7 +333,7 @@ _VERB_TRIGGER = re.compile(
     _I,
 )
 _COORDINATOR = re.compile(r",?\s+(?:and|but)\s+(?:also\s+|even\s+|still\s+)?|;\s*|,\s+while\s+", _I)
-_AS_WELL_AS = re.compile(r",?\s+as\s+well\s+as\s+", _I)
+_AS_WELL_AS = re.compile(r",\s+as\s+well\s+as\s+", _I)
 _INTRANSITIVE = re.compile(r"\s*(?:[,.;:)]|$|(?:to|with|as|when|over|from)\b)", _I)
 _OBJECT_TRIGGER = re.compile(r"improv|enhanc|boost|reduc|increas|superior|accelerat")
 _IN_TERMS_OF = re.compile(r"\s*(?:in|of)\s+(?:terms\s+of\s+)?", _I)
@@ -793,6 +793,8 @@ def _clauses(s: str, triggers: list[re.Match[str]]) -> list[tuple[tuple[int, int
         if out and _VERB_TRIGGER.match(m.group("trigger")):
             for c in _COORDINATOR.finditer(s, out[-1][1].end(), m.start()):
                 cut = c
+            if cut is not None and len(s[out[-1][1].end() : cut.start()].split()) < 2:
+                cut = None  # "speed up and improve learning": one predicate (C4)
         if not out:
             out.append(((start, len(s)), m))
         elif cut is not None:
