@@ -165,123 +165,93 @@ _ADJ_METRIC = {
 # --- qualitative triggers ---------------------------------------------------------------
 
 _SOTA = r"(?:state[- ]of[- ]the[- ]art|SOTA)"
+_EFFECT_NOUNS = (
+    r"effectiveness|efficacy|superiority|advantages?|benefits?|utility|usefulness|merits?|value"
+    r"|potential|importance|promise|feasibility|power|strength|robustness|efficiency"
+    r"|applicability|viability|competitiveness|competency|competence"
+)
+_COMPARATIVES = (
+    r"better|worse|higher|lower|faster|slower|smaller|larger|stronger|weaker|greater|fewer"
+    r"|cheaper|simpler|easier|harder|tighter|shorter|longer|more\s+[a-z]+"
+)
 _QUAL_TRIGGER = re.compile(
-    r"\b(?P<trigger>outperform(?:s|ed|ing)?|surpass(?:es|ed|ing)?|beats?|exceed(?:s|ed|ing)?"
+    r"\b(?P<trigger>outperform(?:s|ed|ing)?|underperform(?:s|ed|ing)?|surpass(?:es|ed|ing)?"
+    r"|beats?|exceed(?:s|ed|ing)?"
     rf"|(?:achiev|set|establish|attain|reach|obtain|deliver|yield|demonstrat|report|show)\w*"
-    rf"\s+(?:a\s+|the\s+)?(?:new\s+)?{_SOTA}|new\s+{_SOTA}"
+    rf"\s+(?:a\s+|the\s+)?(?:new\s+)?(?:near(?:ly)?\s+|close\s+to\s+)?{_SOTA}|new\s+{_SOTA}"
+    rf"|advances?\s+(?:in|over|on)\s+the\s+{_SOTA}|{_SOTA}\s+(?:[\w-]+\s+)?(?:performance|results"
+    r"|accuracy)"
     r"|(?:(?:significantly|substantially|consistently|greatly|markedly|considerably|dramatically"
-    r"|notably|further|largely)\s+)?(?:improv(?:es|ed|e)|enhanc(?:es|ed|e)|boost(?:s|ed)?"
-    r"|reduc(?:es|ed|e)|increas(?:es|ed|e)|speeds?\s+up|accelerat(?:es|ed|e))"
+    r"|notably|further|largely|marginally|slightly)\s+)?(?:improv(?:es|ed|e)|enhanc(?:es|ed|e)"
+    r"|boost(?:s|ed)?|reduc(?:es|ed|e)|increas(?:es|ed|e)|speeds?\s+up|accelerat(?:es|ed|e))"
     r"|(?:achiev|deliver|obtain|attain|show|yield|produc|giv|lead|reach|demonstrat|report"
-    r"|exhibit|validat|confirm)\w*\s+(?:\w+ly\s+)?(?:strong|competitive|excellent|remarkable"
-    r"|impressive|promising|good|better|superior|favorable|comparable|significant|considerable"
-    r"|substantial|higher|improved|high|consistent|stronger)\s+(?:\w+\s+)?(?:performance|results"
-    r"|accuracy|gains|improvements?|generations|quality|scores?|speed-?ups?)"
+    r"|exhibit|validat|confirm|result)\w*\s+(?:in\s+|to\s+)?(?:its\s+|their\s+|the\s+|an?\s+)?"
+    r"(?:\w+ly\s+)?(?:strong|competitive|excellent|remarkable|impressive|promising|good|superior"
+    r"|favorable|comparable|significant|considerable|substantial|improved|high|consistent"
+    rf"|{_COMPARATIVES}|highest|best|lowest)\s+(?:[\w-]+\s+){{0,2}}?[\w-]+"
+    r"|(?:achiev|obtain|yield|reach|attain|giv)\w*\s+(?:the\s+)?(?:highest|best|lowest|top)"
     r"|(?:show|shows|showed|shown|showing|demonstrat\w*|validat\w*|confirm\w*|verif\w*"
-    r"|illustrat\w*|highlight\w*|indicat\w*|prov(?:e|es|ed|ing))\s+(?:the\s+|its\s+|their\s+"
-    r"|our\s+)?(?:\w+\s+)?(?:effectiveness|efficacy|superiority|advantages?|benefits?|utility"
-    r"|usefulness|merits?|value|potential|importance|promise|feasibility|power|strength"
-    r"|robustness|efficiency|applicability|viability|competitiveness)\b"
-    r"|perform(?:s|ed)?\s+(?:\w+ly\s+)?(?:well|better|favorably|competitively|comparably"
-    r"|comparable|on\s+par)"
-    r"|superior|(?:substantial|consistent|significant|large|considerable|notable|dramatic)"
+    r"|illustrat\w*|highlight\w*|indicat\w*|prov(?:e|es|ed|ing)|report\w*|observ\w*|bring\w*"
+    r"|provid\w*)\s+(?:the\s+|its\s+|their\s+|our\s+)?(?:\w+\s+){0,2}?(?:improvements?|gains?"
+    rf"|speed-?ups?|{_EFFECT_NOUNS})\b"
+    r"|perform(?:s|ed)?\s+(?:\w+ly\s+|very\s+|quite\s+|surprisingly\s+)?(?:well|better|worse"
+    r"|favorably|competitively|comparably|comparable|on\s+par)"
+    r"|compar(?:es|ed|ing)?\s+favou?rably|approach(?:es|ing)?\s+the\s+performance"
+    r"|generaliz(?:es|ed|e)\s+(?:well\s+)?to\s+(?:unseen|new|novel|other|different|larger)"
+    r"|(?:is|are|remains?|turns\s+out\s+to\s+be)\s+(?:\w+ly\s+|very\s+|highly\s+)?(?:robust|effective"
+    r"|vulnerable)\s+(?:to|in|at|for)"
+    r"|superior|(?:substantial|consistent|significant|large|considerable|notable|dramatic|major)"
     r"\s+(?:improvements?|speed-?ups?|gains?|reductions?|boosts?)|improvements?\s+over"
     r"|gains?\s+over|advantage\s+over|match(?:es|ed)?|compete\s+with"
     r"|competitive\s+(?:with|to|against)|comparable\s+to|on\s+par\s+with"
     r"|similar\s+(?:performance|results|accuracy|capabilities)\s+(?:to|as)"
     r"|correlat(?:es|ed|e)\s+(?:\w+ly\s+)?with|(?:positively|negatively|strongly)\s+correlat(?:es|ed|e)"
-    r"|more\s+robust\s+to|(?:is|are|remain|remains)\s+(?:\w+ly\s+)?vulnerable\s+to"
     r"|more\s+(?:efficiently|accurately|quickly|robustly|effectively|reliably|stably)"
-    r"|(?:stronger|better|greater|more\s+[a-z]+)(?=[^.;]{0,100}(?<!rather )\bthan\b))\b",
+    rf"|(?:{_COMPARATIVES})(?=[^.;]{{0,100}}(?<!rather )\bthan\b))\b",
     _I,
+)
+# Triggers that are results on their own: a comparison with something, or an asserted effect.
+_STRONG_TRIGGER = re.compile(
+    rf"(?:outperform|underperform|surpass|beat|exceed|{_SOTA}|new\s|advance|superior|improvements?"
+    r"\s+over|gains?\s+over|advantage|competitive\s+(?:with|to|against)|comparable\s+to|on\s+par"
+    r"|similar|compar\w*\s+favou?rably|approach|generaliz|(?:achiev|obtain|yield|reach|attain|giv)"
+    r"\w*\s+(?:the\s+)?(?:highest|best|lowest|top)"
+    r"|(?:show|demonstrat|validat|confirm|verif|illustrat|highlight|indicat|prov)\w*\s+(?:the\s+"
+    rf"|its\s+|their\s+|our\s+)?(?:\w+\s+){{0,2}}?(?:{_EFFECT_NOUNS}))",
+    _I,
+)
+# A baseline named after a change or comparative makes it a comparison ("improves X over Y").
+_BASELINE_AFTER = re.compile(
+    r"\b(?:than\s+(?:the|a|an|existing|prior|previous|baselines?|standard|conventional|state"
+    r"|other|competing|current|all|both|typical|vanilla|its|their|[A-Z])|over|upon"
+    r"|compared\s+(?:to|with)|relative\s+to|versus|vs\.?)\b",
 )
 _ALPHA_RUN = re.compile(r"[A-Za-z]+")
 # First three letters of every word a trigger can start with (kept in step with _QUAL_TRIGGER).
 _TRIGGER_PREFIXES = frozenset(
     w[:3]
-    for w in [
-        "outperform",
-        "surpass",
-        "beat",
-        "exceed",
-        "achiev",
-        "set",
-        "establish",
-        "attain",
-        "reach",
-        "obtain",
-        "deliver",
-        "yield",
-        "demonstrat",
-        "report",
-        "show",
-        "new",
-        "significantly",
-        "substantially",
-        "consistently",
-        "greatly",
-        "markedly",
-        "considerably",
-        "dramatically",
-        "notably",
-        "further",
-        "largely",
-        "improv",
-        "enhanc",
-        "boost",
-        "reduc",
-        "increas",
-        "speed",
-        "accelerat",
-        "produc",
-        "giv",
-        "lead",
-        "exhibit",
-        "validat",
-        "confirm",
-        "verif",
-        "illustrat",
-        "highlight",
-        "indicat",
-        "prov",
-        "perform",
-        "superior",
-        "substantial",
-        "consistent",
-        "significant",
-        "large",
-        "considerable",
-        "notable",
-        "dramatic",
-        "gain",
-        "advantage",
-        "match",
-        "compete",
-        "competitive",
-        "comparable",
-        "on",
-        "similar",
-        "correlat",
-        "positively",
-        "negatively",
-        "strongly",
-        "more",
-        "is",
-        "are",
-        "remain",
-        "stronger",
-        "better",
-        "greater",
-    ]
+    for w in _words(
+        """outperform underperform surpass beat exceed achiev set establish attain reach obtain
+        deliver yield demonstrat report show new advance state sota significantly substantially
+        consistently greatly markedly considerably dramatically notably further largely
+        marginally slightly improv enhanc boost reduc increas speed accelerat produc giv lead
+        exhibit validat confirm result verif illustrat highlight indicat prov observ bring
+        perform compar approach generaliz turns superior substantial consistent significant
+        large considerable notable dramatic major gain advantage match compete competitive
+        comparable on similar correlat positively negatively strongly more is are remain better
+        worse higher lower faster slower smaller larger stronger weaker greater fewer cheaper
+        simpler easier harder tighter shorter longer"""
+    )
 )
 # Cheap substring tests before the regexes. A sentence with a strong trigger stem can hold a
 # result on its own; one with only weak stems ("improves", "better than") needs an evidence cue,
 # and every evidence cue contains one of _EVIDENCE_STEMS.
 _STRONG_STEMS = _words(
-    """outperform surpass beat exceed state-of-the-art sota superior advantage competitive
-    comparable compete match effective efficacy benefit utility useful merit potential
-    importance feasib promis vulnerable"""
-) | {"state of the art", "on par", " over "}
+    """outperform underperform surpass beat exceed state-of-the-art sota superior advantage
+    competitive comparable compete match effective efficacy benefit utility useful merit
+    potential importance feasib promis vulnerable than favorabl favourabl approach generaliz
+    highest best lowest advance competen upon"""
+) | {"state of the art", "on par", " over ", "compared"}
 _EVIDENCE_STEMS = _words(
     """experiment empiric result evaluat benchmark outperform surpass ablation show find found
     demonstrat observ achiev confirm indicat reveal verif practice dataset task"""
@@ -320,6 +290,9 @@ _PERF_OBJECT = re.compile(
     r"(?:es|ed)?\s+(?:or\s+(?:even\s+)?(?:exceeds?|outperforms?|surpass\w*)|(?:the\s+)?(?:performance"
     r"|accuracy|results|state)|(?:that|those)\s+of)",
     _I,
+)
+_EFFECT_TRIGGER = re.compile(
+    r"(?:show|demonstrat|validat|confirm|verif|illustrat|highlight|indicat|prov)\w*\s", _I
 )
 _ANNOUNCE = re.compile(r"(?:validat|verif|evaluat|assess|examin|investigat|test)\w*\s", _I)
 _WE_BEFORE = re.compile(r"\bwe\s+(?:\w+ly\s+|also\s+|further\s+|then\s+)?$", _I)
@@ -752,8 +725,8 @@ def _qualitative(sentence: str, taken: list[tuple[int, int]]) -> list[dict[str, 
     evidence_cue = any(cue in low for cue in _EVIDENCE_STEMS) and bool(
         _EVIDENCE_CUE.search(sentence)
     )
-    if not (strong or evidence_cue) or (_METHOD_SENTENCE.search(sentence) and not evidence_cue):
-        return []  # weak triggers need evidence; a method sentence without it has no result
+    if not (strong or evidence_cue):
+        return []  # weak triggers need evidence; a proposal sentence keeps only comparisons (C13)
     triggers = [
         m
         for m in _triggers(sentence)
@@ -810,6 +783,15 @@ def _clauses(s: str, triggers: list[re.Match[str]]) -> list[tuple[tuple[int, int
     return out
 
 
+def _is_strong(s: str, m: re.Match[str]) -> bool:
+    """A trigger that reports a result without further evidence: a comparison ('outperforms',
+    'lower than typical ensembles', 'improves X over Y') or an asserted effect."""
+    if _STRONG_TRIGGER.match(m.group("trigger")):
+        return True
+    end = s.find(";", m.end())
+    return bool(_BASELINE_AFTER.search(s, m.end(), min(end if end >= 0 else len(s), m.end() + 100)))
+
+
 def _blocked(s: str, m: re.Match[str], evidence_cue: bool = True) -> bool:
     pos = m.start()
     trigger = m.group("trigger")
@@ -823,15 +805,13 @@ def _blocked(s: str, m: re.Match[str], evidence_cue: bool = True) -> bool:
     ):
         return True  # "as context length increases", "which reduce to dendrograms"
     prefix = s[max(0, pos - 60) : pos]
-    if any(p.search(prefix) for p in _BLOCK_BEFORE):
+    effect = _EFFECT_TRIGGER.match(trigger)  # "experiments ... to prove the efficacy of X" (C14)
+    if any(p.search(prefix) for p in (_BLOCK_BEFORE[1:] if effect else _BLOCK_BEFORE)):
         return True
-    if not evidence_cue and (
-        _WEAK_TRIGGER.match(trigger)
-        or (trigger.lower().startswith("match") and not _PERF_OBJECT.match(s, m.end()))
-    ):
-        return True  # "a module that enhances X", "more important than", "matches the target"
-    if _ANNOUNCE.match(trigger) and _WE_BEFORE.search(prefix):
-        return True  # "we validate the effectiveness of X through experiments": what is done
+    if not evidence_cue and not _is_strong(s, m):
+        return True  # "a module that enhances X", "more important than avoiding errors"
+    if trigger.lower().startswith("match") and not (evidence_cue or _PERF_OBJECT.match(s, m.end())):
+        return True  # "a policy whose distribution matches the target": a design
     return _background_before(s, m.end())
 
 
