@@ -159,11 +159,18 @@ def test_qualitative_picks_named_benchmarks():
         "neuromanifold",
         "Tutor-Pupil scheme",
         "off-by-one addition",
-        "Conventional preference learning methods",
     ],
 )
 def test_abstracts_without_results_give_no_claims(needle):
     assert _validate(_abstract_with(needle)) == []
+
+
+def test_experiments_asserting_effectiveness_are_a_result():
+    # GOLD.md C14: "we validate the effectiveness of X through experiments" asserts an outcome
+    # (claims_gold.jsonl, labelled before C14, has none for this abstract).
+    claims = _validate(_abstract_with("Conventional preference learning methods"))
+    assert [c["kind"] for c in claims] == ["qualitative"]
+    assert "effectiveness" in claims[0]["evidence"]
 
 
 @pytest.mark.parametrize(

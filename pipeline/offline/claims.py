@@ -172,7 +172,7 @@ _EFFECT_NOUNS = (
 )
 _COMPARATIVES = (
     r"better|worse|higher|lower|faster|slower|smaller|larger|stronger|weaker|greater|fewer"
-    r"|cheaper|simpler|easier|harder|tighter|shorter|longer|more\s+[a-z]+"
+    r"|cheaper|simpler|easier|harder|tighter|more\s+[a-z]+"
 )
 _QUAL_TRIGGER = re.compile(
     r"\b(?P<trigger>outperform(?:s|ed|ing)?|underperform(?:s|ed|ing)?|surpass(?:es|ed|ing)?"
@@ -223,7 +223,8 @@ _STRONG_TRIGGER = re.compile(
 # A baseline named after a change or comparative makes it a comparison ("improves X over Y").
 _BASELINE_AFTER = re.compile(
     r"\b(?:than\s+(?:the|a|an|existing|prior|previous|baselines?|standard|conventional|state"
-    r"|other|competing|current|all|both|typical|vanilla|its|their|[A-Z])|over|upon"
+    r"|other|competing|current|all|both|typical|vanilla|its|their|[A-Z])"
+    r"|over(?!\s+(?:time|the\s+course|training|iterations?|epochs?|steps))|upon"
     r"|compared\s+(?:to|with)|relative\s+to|versus|vs\.?)\b",
 )
 _ALPHA_RUN = re.compile(r"[A-Za-z]+")
@@ -808,8 +809,9 @@ def _blocked(s: str, m: re.Match[str], evidence_cue: bool = True) -> bool:
     effect = _EFFECT_TRIGGER.match(trigger)  # "experiments ... to prove the efficacy of X" (C14)
     if any(p.search(prefix) for p in (_BLOCK_BEFORE[1:] if effect else _BLOCK_BEFORE)):
         return True
-    if not evidence_cue and not _is_strong(s, m):
-        return True  # "a module that enhances X", "more important than avoiding errors"
+    if not evidence_cue and (not _is_strong(s, m) or s.rfind("(", 0, pos) > s.rfind(")", 0, pos)):
+        return True  # "a module that enhances X", "more important than avoiding errors", or a
+        # parenthetical definition: "the Condorcet winner (which beats all other options)"
     if trigger.lower().startswith("match") and not (evidence_cue or _PERF_OBJECT.match(s, m.end())):
         return True  # "a policy whose distribution matches the target": a design
     return _background_before(s, m.end())
