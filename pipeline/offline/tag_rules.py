@@ -7,6 +7,8 @@ neighbouring words cancel a mention. Offline-only data; the LLM prompt never see
   or one of the tag's CUES.
 - CUES: tag id -> words or phrases (matched on the matcher's lowercase, plural-folded
   tokens) that make a weak phrase mean the tag.
+- FALLBACK: (tag id, weak phrase) -> the tag the phrase means when the first tag's cues are
+  absent ("language model" without "pretrained", "large", "BERT": language modelling).
 - FAMILY_SUFFIXES: a model-family abbreviation at the end of a name ("DNA-GAN" is split at
   the hyphen, but "CycleGAN", "DistilBERT", "BiLSTM" are one token) -> tag id.
 - PASSING_BEFORE: words just before a mention that make it a contrast, not the topic
@@ -41,7 +43,10 @@ WEAK: dict[str, tuple[str, ...]] = {
     "3d-vision": ("multi-view", "3d", "mesh"),
     "societal-impact": ("social media", "regulation", "market"),
     "factual-knowledge": ("memorization", "memorize"),
-    "efficiency": ("speed-up", "throughput", "latency"),
+    "efficiency": ("speed-up",),
+    "mathematical-reasoning": ("arithmetic",),
+    "social-science-humanities": ("social science",),
+    "model-compression": ("compression", "compressing"),
     "optimization-algorithms": (
         "convergence rate",
         "momentum",
@@ -102,7 +107,9 @@ CUES: dict[str, tuple[str, ...]] = {
         "aleatoric",
     ),
     "optimal-transport": ("transport", "sinkhorn", "coupling", "earth", "barycenter"),
-    "large-language-models": ("pretrained", "pre-trained", "large", "bert", "gpt", "llm"),
+    "large-language-models": (
+        "pretrained", "pre-trained", "large", "bert", "gpt", "llm", "transformer",
+    ),
     "multimodal-learning": (
         "modality",
         "audio",
@@ -168,10 +175,21 @@ CUES: dict[str, tuple[str, ...]] = {
     "societal-impact": ("misinformation", "polarization", "society", "societal", "harm"),
     "factual-knowledge": ("fact", "factual", "knowledge", "language model", "llm"),
     "efficiency": ("inference", "computation", "computational", "flop", "hardware", "gpu"),
+    "mathematical-reasoning": ("math", "mathematical", "word problem", "gsm8k", "reasoning"),
+    "social-science-humanities": ("survey", "opinion", "population", "social scientist"),
+    "model-compression": (
+        "parameter", "memory footprint", "model size", "filter", "prune", "pruning", "pruned",
+        "quantization", "distillation", "deploy", "deployment",
+    ),
     "neural-odes": ("neural", "latent", "adjoint", "continuous-time", "continuous-depth"),
     "summarization": ("document", "article", "rouge", "abstractive", "extractive", "news"),
     "graph-learning": ("node", "edge", "vertex", "vertices", "graph neural", "gnn"),
     "dialogue-systems": ("dialogue", "dialog", "conversation", "utterance", "chatbot", "reply"),
+}
+
+FALLBACK: dict[tuple[str, str], str] = {
+    ("large-language-models", "language model"): "language-modeling",
+    ("large-language-models", "LM"): "language-modeling",
 }
 
 FAMILY_SUFFIXES: dict[str, str] = {

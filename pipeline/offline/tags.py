@@ -45,7 +45,6 @@ BROAD_TAGS: dict[str, float] = {
     "large-language-models": 0.45,
     "transformers": 0.6,
     "reasoning": 0.6,
-    "generalization-ood": 0.6,
     "robustness": 0.6,
     "efficiency": 0.6,
     "interpretability": 0.75,
@@ -166,6 +165,7 @@ class Matcher:
     weak: set[tuple[str, tuple[str, ...]]] = field(default_factory=set)
     cues: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
     families: dict[str, str] = field(default_factory=dict)
+    fallbacks: dict[tuple[str, tuple[str, ...]], str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         """Index every label and synonym of every tag, and the context rules that apply."""
@@ -184,6 +184,10 @@ class Matcher:
                     tuple(_forms(t)[1] for t in _TOKEN.findall(w)) for w in words
                 )
         self.families = {k: v for k, v in tag_rules.FAMILY_SUFFIXES.items() if v in tags}
+        for (tag_id, phrase), other in tag_rules.FALLBACK.items():
+            if tag_id in tags and other in tags:
+                for _sensitive, key in _phrase_variants(phrase):
+                    self.fallbacks[(tag_id, key)] = other
 
     def _add(self, sensitive: bool, key: tuple[str, ...], tag_id: str, phrase: str) -> None:
         """Index one phrase variant; a key already owned by another tag is a conflict."""
@@ -367,7 +371,17 @@ def _in_context(
         )
     }
     dropped = unsupported - backed
-    return [m for m in found if m.tag not in dropped] if dropped else found
+    if not dropped:
+        return found
+    out = []
+    for m in found:
+        if m.tag not in dropped:
+            out.append(m)
+            continue
+        fallback = matcher.fallbacks.get((m.tag, ci[m.start : m.end]))
+        if fallback:  # "an LSTM language model": language modelling, not an LLM
+            out.append(Mention(fallback, m.start, m.end, m.weight))
+    return out
 
 
 def _title_end(text: str) -> int:
