@@ -106,12 +106,13 @@ _PASSIVE_CHANGE = re.compile(
 )
 # "accuracies above 75%": after these the phrase must end in a known metric name.
 _BOUND_BEFORE = re.compile(
-    r"\s+(?:above|below|over|under|beyond|exceeding|at\s+least|up\s+to|to|by)\s*[~∼≈]?\s?$", _I
+    r"\s+(?:above|below|over|under|beyond|exceeding|at\s+least|up\s+to|to)\s*[~∼≈]?\s?$", _I
 )
 _PAREN_BEFORE = re.compile(
     r"\s*\(\s*(?:less\s+than|more\s+than|up\s+to|over|about|only|nearly|[~∼≈<>]\s?)?\s*$", _I
 )
 _AT_TIME = re.compile(r"\s+at\s+(?:test|inference|training|run)(?:\s+time)?\s*$", _I)
+_ACRONYM_TAIL = re.compile(r"\s*\([A-Z][\w-]{0,8}\)\s*$")  # "Inception Score (IS) of 148"
 _OF_AFTER = re.compile(r"\)?\s+of\s+(?:the\s+|its\s+|their\s+)?(?:original\s+)?", _I)
 _SPEED = re.compile(r"\b(?:faster|speed|speeds|accelerat\w*)\b", _I)
 _BEAT_BY = re.compile(r"\b(?:outperform\w*|surpass\w*|beat\w*|exceed\w*)\b[^;]*\bby\s+\S*$", _I)
@@ -252,7 +253,7 @@ def _before_of(before: str, s: str = "", hit: Hit | None = None) -> str | None:
         if words and (METRIC_CONTEXT.fullmatch(words[-1]) or _CHANGE_NOUN.fullmatch(words[-1])):
             return _name(words)
         return None
-    words = _phrase_back(before[: m.start()])
+    words = _phrase_back(_ACRONYM_TAIL.sub("", before[: m.start()]))
     if words and hit is not None and _CHANGE_NOUN.fullmatch(words[-1]):
         obj = _OBJECT.match(s, hit.end)
         if obj:

@@ -107,7 +107,7 @@ _FACTOR_OF = re.compile(r"\bfactor\s+of\s+(?:about\s+|around\s+|over\s+|up\s+to\
 # --- context -----------------------------------------------------------------------------
 
 _CONDITION_BEFORE = re.compile(
-    r"\b(?:using|with\s+only|only|on|at|under|prun\w*|mask\w*|remov\w*|dropp?\w*|keep\w*"
+    r"\b(?:using|with\s+only|on|at|under|prun\w*|mask\w*|remov\w*|dropp?\w*|keep\w*"
     r"|sampl\w*|labell?ing|annotat\w*|freez\w*|retrain\w*)\s+(?:the\s+|a\s+)?(?:first\s+|top\s+|last\s+|random\s+"
     r"|only\s+|just\s+)?[~∼≈]?$",
     _I,
@@ -429,8 +429,8 @@ def _is_setting(s: str, head: _Item, anchor: _Item) -> bool:
         _MULT_AFTER.match(s, anchor.end) or _CHANGE_AFTER.match(s, anchor.end)
     ):
         return True  # "when the error rates are 10% and 30%": a condition
-    if anchor.unit not in {"%", "x", "pp"} and anchor.metric is None:
-        return False
+    if anchor.unit not in {"%", "x", "pp"} or anchor.metric is not None:
+        return False  # a measure or metric unit ("at 3.83 MOS") is not a share of the data
     after_mult = _MULT_AFTER.match(s, anchor.end) or _CHANGE_AFTER.match(s, anchor.end)
     if _CONDITION_BEFORE.search(before) and not after_mult:
         return True
@@ -562,6 +562,7 @@ METRIC_CONTEXT = re.compile(
     r"|mAP|mIoU|IoU|exact match|recall|precision|success rate|win rate|pass@\d+|error rate"
     r"|error|WER|CER|NDCG(?:@\d+)?|MRR|correlation|agreement|reward|latency|throughput"
     r"|memory|speed-?ups?|performance|MSE|MAE|RMSE|score|PSNR|SSIM|return|perplexities"
+    r"|Inception\s+Score|Fr[ée]chet\s+Inception\s+Distance"
     r"|accuracies)(?:\s+scores?)?\b)",
     _I,
 )

@@ -218,11 +218,11 @@ _VERB_TRIGGER = re.compile(
     _I,
 )
 
-_COORDINATOR = re.compile(r",?\s+(?:and|but)\s+(?:also\s+|even\s+|still\s+)?|;\s*|,\s+while\s+", _I)
+COORDINATOR = re.compile(r",?\s+(?:and|but)\s+(?:also\s+|even\s+|still\s+)?|;\s*|,\s+while\s+", _I)
 
 _AS_WELL_AS = re.compile(r",\s+as\s+well\s+as\s+", _I)
 
-_INTRANSITIVE = re.compile(r"\s*(?:[,.;:)]|$|(?:to|with|as|when|over|from)\b)", _I)
+_INTRANSITIVE = re.compile(r"\s*(?:[,.;:)]|$|(?:to|with|as|when|from)\b)", _I)
 
 _OBJECT_TRIGGER = re.compile(r"improv|enhanc|boost|reduc|increas|superior|accelerat")
 
@@ -253,10 +253,35 @@ def qualitative_claims(sentence: str, taken: list[tuple[int, int]]) -> list[dict
     ]
     out: list[dict[str, Any]] = []
     for clause, m in _clauses(sentence, triggers):
-        if any(a < clause[1] and clause[0] < b for a, b in taken):
-            continue
-        out.append(_qualitative_claim(sentence, m, clause))
+        clause = _beside(sentence, clause, m.start(), taken)
+        if clause is not None:
+            out.append(_qualitative_claim(sentence, m, clause))
     return out
+
+
+def _beside(
+    s: str, clause: tuple[int, int], pos: int, taken: list[tuple[int, int]]
+) -> tuple[int, int] | None:
+    """The part of `clause` around `pos` clear of the numbers' evidence (`taken`), cut at the
+    coordinators that separate them; None when no coordinator does (the trigger is the lead of
+    the numbers' result, C9/C12) or nothing is left."""
+    a, b = clause
+    for ta, tb in taken:
+        if ta <= pos < tb:
+            return None
+        if tb <= pos and tb > a:
+            cut = None
+            for c in COORDINATOR.finditer(s, tb, pos):
+                cut = c
+            if cut is None:
+                return None  # "X, achieving 5%": the qualitative part is the number's lead
+            a = cut.end()
+        if pos < ta < b:
+            cut = COORDINATOR.search(s, pos, ta)
+            if cut is None:
+                return None  # "X significantly improves Y, achieving 5%": the numbers are it (C12)
+            b = cut.start()
+    return (a, b) if b > a else None
 
 
 def _triggers(s: str) -> list[re.Match[str]]:
@@ -283,7 +308,7 @@ def _clauses(s: str, triggers: list[re.Match[str]]) -> list[tuple[tuple[int, int
     for m in triggers:
         cut = None
         if out and _VERB_TRIGGER.match(m.group("trigger")):
-            for c in _COORDINATOR.finditer(s, out[-1][1].end(), m.start()):
+            for c in COORDINATOR.finditer(s, out[-1][1].end(), m.start()):
                 cut = c
             if cut is not None and len(s[out[-1][1].end() : cut.start()].split()) < 2:
                 cut = None  # "speed up and improve learning": one predicate (C4)
