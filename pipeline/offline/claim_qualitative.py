@@ -165,9 +165,20 @@ _TRIGGER_PREFIXES = frozenset(
 _STRONG_STEMS = _words(
     """outperform underperform surpass beat exceed state-of-the-art sota superior advantage
     competitive comparable compete match effective efficacy benefit utility useful merit
-    potential importance feasib promis vulnerable than favorabl favourabl approach generaliz
-    highest best lowest advance competen upon"""
-) | {"state of the art", "on par", " over ", "compared"}
+    potential importance feasib promis vulnerable than favorabl favourabl highest lowest
+    competen upon"""
+) | {
+    "state of the art",
+    "on par",
+    " over ",
+    "compared",
+    "approaching the",
+    "approaches the",
+    "generalizes ",
+    "generalize ",
+    "generalized ",
+    "the best",
+}
 
 _EVIDENCE_STEMS = _words(
     """experiment empiric result evaluat benchmark outperform surpass ablation show find found
