@@ -1,11 +1,19 @@
 """Offline claims: the results an abstract reports, found with number and comparison heuristics.
 
-Deterministic and stdlib-only. Quantitative claims are numbers that carry a result unit
-(%, pp, x, times, fold), a metric ("BLEU of 32.1") or a "from A to B" change, in sentences
-that are neither background nor method/setup description. Qualitative claims are evaluative
-verbs (outperforms, improves, matches, state of the art, correlates with) in result sentences
-that yield no number. Every evidence span is cut from the whitespace-normalized abstract, so
-it is verbatim; the claim dicts have the fields of `pipeline.schemas.Claim` except `span`.
+Deterministic and stdlib-only; the definition followed is prompts/claimed_result.md with the
+decisions C1-C15 of tests/data/GOLD.md. Sentences before the paper first speaks of its own
+work, background about others and questions hold no results. In the rest:
+
+- quantitative claims (`claim_numbers`): every number that measures an outcome, with its unit
+  (%, pp, x, bpc, MOS, ms, ...), one claim per number of a list, the upper end of a range, B
+  of "from A to B"; setting values and a baseline's own numbers are left out. Its metric is
+  named by `claim_metric`;
+- qualitative claims (`claim_qualitative`): comparisons and evaluative outcomes without a
+  number, one per clause with its own predicate.
+
+Evidence is the tight clause (`claim_text`), cut from the sentence as written, so it is
+verbatim; comparison, dataset and statement come from `claim_fields`. The claim dicts have
+the fields of `pipeline.schemas.Claim` except `span`.
 """
 
 from __future__ import annotations

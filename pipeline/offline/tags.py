@@ -11,13 +11,21 @@ Matching rules:
 - plurals ("networks", "GNNs", "strategies") and separators ("fine-tuning", "fine tuning",
   "finetuning") fold together; overlapping phrases resolve to the longest match;
 - an acronym the abstract defines for a taxonomy phrase ("knowledge editing methods (KEs)")
-  counts as that tag wherever it is used afterwards.
+  counts as that tag wherever it is used afterwards; a name ending in a model family
+  ("CycleGAN", "BiLSTM", "DistilBERT") counts as the family;
+- a tag needs context, not a bare word (rules and data in `pipeline.offline.tag_rules`):
+  ambiguous phrases ("translation", "calibration", "adversarial training", "misuse") count
+  only with a second cue in the abstract; negated ("without RLHF"), contrasted ("unlike
+  GANs", "instead of fine-tuning") and hyphen-qualified ("DNA-like", "GAN-free") mentions
+  are ignored.
 
 Scoring: a mention weighs more in a title line or the first two sentences, and for longer
 (more specific) phrases; broad tags weigh less. The strongest topical tags come first, then
-the contribution type inferred from cues ("we propose", "we prove", "a new benchmark", ...).
+a specific contribution type inferred from cues ("we prove", "a new benchmark", ...);
+`new-method`, which almost every abstract would get, only when nothing else applies.
 Keywords are what the taxonomy does not cover: acronym definitions ("Function Sharing KAN
-(FS-KAN)"), model names ("Llama-3.2-1B") and, to fill up, noun phrases repeated in the text.
+(FS-KAN)"), model names ("Llama-3.2-1B") and, to fill up, whole noun phrases repeated in the
+text (never a fragment cut before its head noun, a verb or an infinitive).
 """
 
 from __future__ import annotations
