@@ -264,9 +264,9 @@ def qualitative_claims(sentence: str, taken: list[tuple[int, int]]) -> list[dict
     ]
     out: list[dict[str, Any]] = []
     for clause, m in _clauses(sentence, triggers):
-        clause = _beside(sentence, clause, m.start(), taken)
-        if clause is not None:
-            out.append(_qualitative_claim(sentence, m, clause))
+        free = _beside(sentence, clause, m.start(), taken)
+        if free is not None:
+            out.append(_qualitative_claim(sentence, m, free))
     return out
 
 
