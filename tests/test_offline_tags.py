@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.offline import tag_rules
 from pipeline.offline.tags import BROAD_TAGS, match_tags, matcher_for
 from pipeline.stages.tags import TagsOutput
 from pipeline.taxonomy import Taxonomy, load_taxonomy
@@ -457,3 +458,21 @@ def test_keywords_are_whole_noun_phrases(text: str, fragment: str, tax: Taxonomy
     _tags, keywords = match_tags(text, tax)
     assert fragment.lower() not in [k.lower() for k in keywords]
     assert "generating synthetic" not in [k.lower() for k in keywords]
+
+
+def test_context_rules_name_real_tags_and_synonyms(tax: Taxonomy) -> None:
+    for tag_id, phrases in tag_rules.WEAK.items():
+        names = {n.lower() for n in (tax.tags[tag_id].label, *tax.tags[tag_id].synonyms)}
+        assert {p.lower() for p in phrases} <= names, tag_id
+    assert set(tag_rules.CUES) <= set(tax.tags)
+    assert set(tag_rules.FAMILY_SUFFIXES.values()) <= set(tax.tags)
+    for (tag_id, phrase), other in tag_rules.FALLBACK.items():
+        assert phrase in tag_rules.WEAK[tag_id] and other in tax.tags
+
+
+def test_weak_language_model_falls_back_to_language_modelling(tax: Taxonomy) -> None:
+    rnn = "We train an LSTM language model on Penn Treebank and lower its perplexity."
+    assert "language-modeling" in match_tags(rnn, tax)[0]
+    assert "large-language-models" not in match_tags(rnn, tax)[0]
+    bert = "We probe a large pretrained language model (BERT) on syntax; the language model fails."
+    assert "large-language-models" in match_tags(bert, tax)[0]
