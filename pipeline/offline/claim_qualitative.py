@@ -159,6 +159,19 @@ _TRIGGER_PREFIXES = frozenset(
     )
 )
 
+# Common first words of rare triggers, tried only when the rest of the trigger can be there.
+_ROBUST = ("robust", "effective", "vulnerable")
+_RARE_STARTS = {
+    "is": _ROBUST,
+    "are": _ROBUST,
+    "rem": _ROBUST,
+    "tur": _ROBUST,
+    "on": ("on par",),
+    "new": ("state", "sota"),
+    "set": ("state", "sota"),
+    "mor": ("than", "ly"),
+    "lar": ("improve", "gain", "speed", "reduc", "boost", "than"),
+}
 # Cheap substring tests before the regexes. A sentence with a strong trigger stem can hold a
 # result on its own; one with only weak stems ("improves", "better than") needs an evidence cue,
 # and every evidence cue contains one of _EVIDENCE_STEMS.
@@ -180,6 +193,11 @@ _STRONG_STEMS = _words(
     "the best",
 }
 
+# Evidence cues that are plain substrings (the rest of _EVIDENCE_CUE needs the regex).
+_EVIDENCE_WORDS = (
+    "experiment", "empiric", "evaluat", "benchmark", "outperform", "surpass", "ablation",
+    "achiev", "in practice",
+)  # fmt: skip
 _EVIDENCE_STEMS = _words(
     """experiment empiric result evaluat benchmark outperform surpass ablation show find found
     demonstrat observ achiev confirm indicat reveal verif practice dataset task"""
@@ -252,8 +270,8 @@ def qualitative_claims(sentence: str, taken: list[tuple[int, int]]) -> list[dict
     if any(t in low for t in _THEORY):
         return []
     strong = any(stem in low for stem in _STRONG_STEMS)
-    evidence_cue = any(cue in low for cue in _EVIDENCE_STEMS) and bool(
-        _EVIDENCE_CUE.search(sentence)
+    evidence_cue = any(cue in low for cue in _EVIDENCE_WORDS) or (
+        any(cue in low for cue in _EVIDENCE_STEMS) and bool(_EVIDENCE_CUE.search(sentence))
     )
     if not (strong or evidence_cue):
         return []  # weak triggers need evidence; a proposal sentence keeps only comparisons (C13)
@@ -300,9 +318,13 @@ def _triggers(s: str) -> list[re.Match[str]]:
     regex has many alternatives; trying them at every character is the extractor's hot spot)."""
     out: list[re.Match[str]] = []
     pos = 0
+    low = s.lower()
+    prefixes = _TRIGGER_PREFIXES - {
+        p for p, needles in _RARE_STARTS.items() if not any(n in low for n in needles)
+    }
     for w in _ALPHA_RUN.finditer(s):
         a = w.start()
-        if a < pos or w.group(0)[:3].lower() not in _TRIGGER_PREFIXES or (a and s[a - 1].isalnum()):
+        if a < pos or w.group(0)[:3].lower() not in prefixes or (a and s[a - 1].isalnum()):
             continue
         m = _QUAL_TRIGGER.match(s, a)
         if m is not None:

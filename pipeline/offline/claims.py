@@ -75,6 +75,7 @@ _PRIOR_SUBJECT = re.compile(
     _I,
 )
 
+_OTHERS_WORK_WORDS = ("proposed", "introduced by", "developed by")
 _OWN_WORK = re.compile(
     r"\b(?:we|our|ours|this\s+(?:paper|work|study|article)|in\s+this\s+(?:paper|work)|here,?\s+we)\b",
     _I,
@@ -136,7 +137,7 @@ def extract_claims(text: str) -> list[dict[str, Any]]:
         quantitative = _quantitative(view)
         taken = [claim["_span"] for _pos, claim in quantitative]
         found.extend((idx, pos, _grounded(claim, sentence, view)) for pos, claim in quantitative)
-        if _SUMMARY_OPENER.search(sentence) and found and not quantitative:
+        if not quantitative and found and _SUMMARY_OPENER.search(sentence):
             continue  # a closing restatement of results already extracted
         for claim in qualitative_claims(view, taken):
             pos = claim["_span"][0]
@@ -174,8 +175,9 @@ def _select(found: list[tuple[int, int, dict[str, Any]]]) -> list[dict[str, Any]
 
 def _sentences(text: str) -> list[str]:
     out: list[str] = []
+    ascii_only = text.isascii()
     for sentence in split_sentences(text):
-        if _CJK_END.search(sentence):  # split_sentences only knows Latin end punctuation
+        if not ascii_only and _CJK_END.search(sentence):  # split_sentences is Latin-only
             out.extend(p.strip() for p in _CJK_SPLIT.split(sentence) if p.strip())
         else:
             out.append(sentence)
@@ -187,7 +189,9 @@ def _is_background_sentence(sentence: str, idx: int, total: int) -> bool:
         return True
     if idx == 0 and total >= 3 and not FIRST_PERSON.search(sentence):
         return True  # an abstract opens with context, not results
-    if _OTHERS_WORK.search(sentence) and not FIRST_PERSON.search(sentence):
+    low = sentence.lower()
+    others = any(x in low for x in _OTHERS_WORK_WORDS)
+    if others and _OTHERS_WORK.search(sentence) and not FIRST_PERSON.search(sentence):
         return True  # "..., a recently proposed method, can compress ... (0.1% of ...)"
     return bool(_PRIOR_SUBJECT.search(sentence))
 
