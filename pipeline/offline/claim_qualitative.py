@@ -270,11 +270,10 @@ def qualitative_claims(sentence: str, taken: list[tuple[int, int]]) -> list[dict
     low = sentence.lower()
     if any(t in low for t in _THEORY):
         return []
-    strong = any(stem in low for stem in _STRONG_STEMS)
     evidence_cue = any(cue in low for cue in _EVIDENCE_WORDS) or (
         any(cue in low for cue in _EVIDENCE_STEMS) and bool(_EVIDENCE_CUE.search(sentence))
     )
-    if not (strong or evidence_cue):
+    if not evidence_cue and not any(stem in low for stem in _STRONG_STEMS):
         return []  # weak triggers need evidence; a proposal sentence keeps only comparisons (C13)
     triggers = [
         m
@@ -320,19 +319,20 @@ def _triggers(s: str) -> list[re.Match[str]]:
     out: list[re.Match[str]] = []
     pos = 0
     low = s.lower()
-    banned = {p for p, needles in _RARE_STARTS.items() if not any(n in low for n in needles)}
+    possible: dict[str, bool] = {}  # rare first words: can the rest of their trigger occur?
     for w in _ALPHA_RUN.finditer(s):
         a = w.start()
         word = w.group(0).lower()
-        starts = _STARTS_BY_PREFIX.get(word[:3])
-        if (
-            a < pos
-            or starts is None
-            or not word.startswith(starts)
-            or word[:3] in banned
-            or (a and s[a - 1].isalnum())
-        ):
+        prefix = word[:3]
+        starts = _STARTS_BY_PREFIX.get(prefix)
+        if starts is None or not word.startswith(starts) or a < pos or (a and s[a - 1].isalnum()):
             continue
+        if prefix in _RARE_STARTS:
+            ok = possible.get(prefix)
+            if ok is None:
+                ok = possible[prefix] = any(n in low for n in _RARE_STARTS[prefix])
+            if not ok:
+                continue
         m = _QUAL_TRIGGER.match(s, a)
         if m is not None:
             out.append(m)
