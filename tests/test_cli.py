@@ -60,7 +60,7 @@ def test_offline_run_over_samples_is_complete_and_grounded(first_run):
         for c in r["stages"]["claims"]["output"]["claims"]
         if "+5.14%" in c["evidence"]
     ]
-    assert auroc and auroc[0]["value"].lstrip("+") == "5.14" and auroc[0]["metric"] == "AUROC"
+    assert auroc and auroc[0]["value"].lstrip("+") == "5.14" and auroc[0]["metric"] == "mean AUROC"
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["counts"]["inputs"] == 57 and manifest["counts"]["unique"] == 57
     assert manifest["counts"]["stages"]["claims"]["ok"] == 57

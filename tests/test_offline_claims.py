@@ -72,7 +72,7 @@ def test_dr_ggad_mean_auroc_gain():
     claim = _by_value(claims, "5.14")
     assert claim["kind"] == "quantitative"
     assert claim["value"].lstrip("+") == "5.14"
-    assert claim["metric"] == "AUROC"
+    assert claim["metric"] == "mean AUROC"
     assert claim["unit"] == "%"
     assert "+5.14%" in claim["evidence"]
     assert claim["comparison"] and "best prior GGAD" in claim["comparison"]
@@ -159,17 +159,24 @@ def test_qualitative_picks_named_benchmarks():
         "neuromanifold",
         "Tutor-Pupil scheme",
         "off-by-one addition",
-        "Conventional preference learning methods",
     ],
 )
 def test_abstracts_without_results_give_no_claims(needle):
     assert _validate(_abstract_with(needle)) == []
 
 
+def test_experiments_asserting_effectiveness_are_a_result():
+    # GOLD.md C14: "we validate the effectiveness of X through experiments" asserts an outcome
+    # (claims_gold.jsonl, labelled before C14, has none for this abstract).
+    claims = _validate(_abstract_with("Conventional preference learning methods"))
+    assert [c["kind"] for c in claims] == ["qualitative"]
+    assert "effectiveness" in claims[0]["evidence"]
+
+
 @pytest.mark.parametrize(
     ("text", "value", "unit", "metric", "dataset"),
     [
-        ("Our model is 2.3x faster than the dense baseline.", "2.3", "x", "speed", None),
+        ("Our model is 2.3x faster than the dense baseline.", "2.3", "x", "speedup", None),
         ("The new loss reduces error by 30% relative to cross-entropy.", "30", "%", "error", None),
         ("It achieves 85.2% accuracy on ImageNet.", "85.2", "%", "accuracy", "ImageNet"),
         ("We improve BLEU from 41.2 to 48.9 on WMT14.", "48.9", None, "BLEU", "WMT14"),
@@ -255,3 +262,166 @@ def test_many_results_are_capped():
 def test_non_string_input_gives_no_claims():
     assert extract_claims(None) == []  # type: ignore[arg-type]
     assert extract_claims(b"5% better") == []  # type: ignore[arg-type]
+
+
+# Every number of a result, and only those (issue 12) -------------------------------------
+
+
+def _values(text: str) -> list[str]:
+    return [canonical_number(c["value"]) for c in _validate(text) if c["value"]]
+
+
+@pytest.mark.parametrize(
+    ("text", "values", "unit", "metric"),
+    [
+        (
+            "Our model achieves 15.68, 15.13 and 1.75 BLEU on the three translation tasks.",
+            ["15.68", "15.13", "1.75"],
+            None,
+            "BLEU",
+        ),
+        (
+            "The proposed framework achieves considerable improvements of 14.4%, 18.2%, 13.1% "
+            "and 16.4% mAP on four adaptation tasks.",
+            ["14.4", "18.2", "13.1", "16.4"],
+            "%",
+            "mAP",
+        ),
+        ("Our method gives a 4-13x speedup across settings.", ["13"], "x", "speedup"),
+        ("The accuracy improves by 4%-27% over the baseline.", ["27"], "%", "accuracy"),
+        ("Our sparse networks are faster by 1.1−2.2x on a phone.", ["2.2"], "x", None),
+        ("Our solver is ~10.5x faster than prior work.", ["10.5"], "x", "speedup"),
+        ("Our kernel is 2.5× faster than cuBLAS.", ["2.5"], "x", "speedup"),
+        (
+            "Our method speeds up inference by a factor of 10 compared to the baseline.",
+            ["10"],
+            "x",
+            None,
+        ),
+        ("Experiments show that the error drops by $9.3\\%$ on CIFAR-10.", ["9.3"], "%", "error"),
+        (
+            "It reaches a ~46% speed-up and $\\sim$36\\% FLOPS reduction on DenseNet-201.",
+            ["46", "36"],
+            "%",
+            None,
+        ),
+        ("We obtain 1.169 bpc on enwik8, a new state of the art.", ["1.169"], "bpc", "bpc"),
+        ("Listeners rate our vocoder at 3.83 MOS on the test set.", ["3.83"], "MOS", "MOS"),
+        ("Our solver finds solutions in 30 moves on average.", ["30"], "moves", None),
+        (
+            "Our model achieves an Inception Score (IS) of 148 on ImageNet.",
+            ["148"],
+            None,
+            "Inception Score",
+        ),
+        ("However, our agent fails to outperform DQN in 4 out of 5 games.", ["4"], None, None),
+        (
+            "Our codec improved the accuracy from 37% to 86% at low bit-rates.",
+            ["86"],
+            "%",
+            "accuracy",
+        ),
+    ],
+)
+def test_numbers_of_a_result(text, values, unit, metric):
+    claims = [c for c in _validate(text) if c["value"]]
+    assert [canonical_number(c["value"]) for c in claims] == values
+    assert all(c["unit"] == unit for c in claims)
+    if metric is not None:
+        assert all(c["metric"] == metric for c in claims), claims
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("We find that pruning retains accuracy for sparsity levels above 90%.", []),
+        (
+            "GR outperforms the baselines, increasing accuracy by 7% on CIFAR100 with 40% noisy labels.",
+            ["7"],
+        ),
+        (
+            "Our model achieves 30.3% and 65.5% top-1 accuracy when trained only using 1% and "
+            "10% of the labels on ImageNet.",
+            ["30.3", "65.5"],
+        ),
+        ("Our method reaches 5.2% error, while the baseline's 3.46% is far worse.", ["5.2"]),
+        (
+            "Networks with our units retain accuracies above 75%, while ReLU networks see "
+            "their accuracies reduced to below 1%.",
+            ["75"],
+        ),
+        ("IRL reduces the character error rate (3.3% vs 6.5%) on the clean test set.", ["3.3"]),
+        ("Our search reaches a 2.89% test error, close to the 2.65% achieved by NAS.", ["2.89"]),
+        ("When distilling to 20% of the model's parameters, accuracy drops by only 1.2%.", ["1.2"]),
+        ("Our PPO agent gains 67.5% when the error rates are 10% and 30%.", ["67.5"]),
+        ("The maximum perturbation $\\epsilon$ is 64 and 128 with 10 to 200 attack steps.", []),
+    ],
+)
+def test_setting_and_baseline_numbers_are_not_results(text, kept):
+    assert _values(text) == kept
+
+
+@pytest.mark.parametrize(
+    ("text", "bad"),
+    [
+        ("Our method yields no accuracy loss while reducing memory by 40%.", {"no accuracy"}),
+        ("We achieve a 2x speedup on average over baseline formats.", {"average", "up"}),
+        ("Our full-precision model improves recall by 3% on the test set.", {"precision", "test"}),
+        ("The quantizer induces less than 0.4% accuracy drop in ResNet18.", {"ResNet18"}),
+        ("Top-1 and Top-5 error increased by 120% on real images.", {"Top-5 error"}),
+    ],
+)
+def test_metric_names_are_never_fragments(text, bad):
+    metrics = {c["metric"] for c in _validate(text) if c["value"]}
+    assert metrics and not metrics & bad, metrics
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Experiments on three benchmarks demonstrate the effectiveness of our approach.",
+        "Extensive experiments were performed on KITTI to prove the efficacy of our method.",
+        "We propose X, an ensemble whose memory costs are significantly lower than typical ensembles.",
+        "Our framework significantly improves upon prior parametric models of protein sequences.",
+        "Experiments show that policies based on our reward converge faster than existing baselines.",
+    ],
+)
+def test_qualitative_results(text):
+    claims = _validate(text)
+    assert [c["kind"] for c in claims] == ["qualitative"], claims
+
+
+def test_two_clauses_with_their_own_predicates_are_two_results():
+    text = (
+        "Results show that the repulsive loss significantly improves over the MMD loss at no "
+        "extra cost and outperforms other representative loss functions."
+    )
+    claims = _validate(text)
+    assert len(claims) == 2
+    assert "outperforms other representative" in claims[1]["evidence"]
+    assert "outperforms" not in claims[0]["evidence"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We propose a module that significantly enhances the label-propagating mechanism.",
+        "Here we focus on detecting attacks, since detection may be more important than avoiding errors.",
+        "We propose a rule that selects the Condorcet winner (which beats all other options).",
+        "Recently, graph networks have demonstrated promise through improved expressivity.",
+        "This self-rewarding mechanism helps alleviate sparsity but also reduces mode collapse.",
+    ],
+)
+def test_purpose_design_and_background_are_not_results(text):
+    assert _validate(text) == []
+
+
+def test_numbers_and_an_evaluative_clause_in_one_sentence():
+    text = (
+        "We show that our approach achieves 9% relative improvement for speech recognition, "
+        "and achieves significant improvement on a COCO caption generation task."
+    )
+    claims = _validate(text)
+    assert [c["kind"] for c in claims] == ["quantitative", "qualitative"]
+    assert claims[0]["metric"] == "relative improvement"
+    assert "COCO" in claims[1]["evidence"]

@@ -11,13 +11,21 @@ Matching rules:
 - plurals ("networks", "GNNs", "strategies") and separators ("fine-tuning", "fine tuning",
   "finetuning") fold together; overlapping phrases resolve to the longest match;
 - an acronym the abstract defines for a taxonomy phrase ("knowledge editing methods (KEs)")
-  counts as that tag wherever it is used afterwards.
+  counts as that tag wherever it is used afterwards; a name ending in a model family
+  ("CycleGAN", "BiLSTM", "DistilBERT") counts as the family;
+- a tag needs context, not a bare word (rules and data in `pipeline.offline.tag_rules`):
+  ambiguous phrases ("translation", "calibration", "adversarial training", "misuse") count
+  only with a second cue in the abstract; negated ("without RLHF"), contrasted ("unlike
+  GANs", "instead of fine-tuning") and hyphen-qualified ("DNA-like", "GAN-free") mentions
+  are ignored.
 
 Scoring: a mention weighs more in a title line or the first two sentences, and for longer
 (more specific) phrases; broad tags weigh less. The strongest topical tags come first, then
-the contribution type inferred from cues ("we propose", "we prove", "a new benchmark", ...).
+a specific contribution type inferred from cues ("we prove", "a new benchmark", ...);
+`new-method`, which almost every abstract would get, only when nothing else applies.
 Keywords are what the taxonomy does not cover: acronym definitions ("Function Sharing KAN
-(FS-KAN)"), model names ("Llama-3.2-1B") and, to fill up, noun phrases repeated in the text.
+(FS-KAN)"), model names ("Llama-3.2-1B") and, to fill up, whole noun phrases repeated in the
+text (never a fragment cut before its head noun, a verb or an infinitive).
 """
 
 from __future__ import annotations
@@ -31,11 +39,13 @@ from itertools import compress
 from operator import or_
 from typing import NamedTuple
 
+from pipeline.offline import tag_rules
 from pipeline.taxonomy import Taxonomy
 
 MAX_TAGS = 6
 MAX_KEYWORDS = 5
 CONTRIBUTION_FACET = "contribution"
+GENERIC_CONTRIBUTION = "new-method"
 _MAX_CHARS = 20_000
 
 # Tags that say little on their own; their mentions count less (ids not in a taxonomy are ignored).
@@ -43,7 +53,6 @@ BROAD_TAGS: dict[str, float] = {
     "large-language-models": 0.45,
     "transformers": 0.6,
     "reasoning": 0.6,
-    "generalization-ood": 0.6,
     "robustness": 0.6,
     "efficiency": 0.6,
     "interpretability": 0.75,
@@ -57,7 +66,8 @@ TITLE_WEIGHT = 2.0  # mentions in a title line
 LEAD_WEIGHT = 1.5  # mentions in the first two sentences
 CONTRIBUTION_PHRASE_WEIGHT = 0.3  # a bare "benchmark" or "analysis" is weak evidence of the type
 MIN_SCORE = 1.2  # a topical tag needs about one full mention ...
-RELATIVE_SCORE = 0.25  # ... and this fraction of the best tag's score
+RELATIVE_SCORE = 0.2  # ... and this fraction of the best tag's score
+MIN_CONTRIBUTION_SCORE = 1.0  # cue weight a contribution type needs before phrases count
 SECOND_CONTRIBUTION = 0.8  # a runner-up contribution type this close to the best is kept too
 REPEAT_DECAY = 0.75  # the k-th mention of a tag counts REPEAT_DECAY**(k-1): repetition saturates
 MAX_CUE_HITS = 3  # one cue repeated counts at most this often
@@ -101,18 +111,21 @@ def _norm_abbrev(token: str) -> str:
     return token
 
 
-def _token_forms(token: str) -> tuple[str, str, str]:
-    """(abbreviation-aware form, case-insensitive form, lowercase) of one token."""
+def _token_forms(token: str) -> tuple[str, str, str, str]:
+    """(abbreviation-aware form, case-insensitive form, lowercase, model family suffix or '')
+    of one token."""
     token = token.strip("_")
     low = token.lower()
     ci = _stem(low)
-    return (_norm_abbrev(token) if _is_abbrev(token) else ci), ci, low
+    if _is_abbrev(token):
+        return _norm_abbrev(token), ci, low, _suffix_of(_norm_abbrev(token))
+    return ci, ci, low, ""
 
 
-class _FormsCache(dict[str, tuple[str, str, str]]):
+class _FormsCache(dict[str, tuple[str, str, str, str]]):
     """Token -> `_token_forms(token)`, filled on demand; a plain dict lookup on a hit."""
 
-    def __missing__(self, token: str) -> tuple[str, str, str]:
+    def __missing__(self, token: str) -> tuple[str, str, str, str]:
         if len(self) >= _FORMS_CACHE_SIZE:
             self.clear()
         forms = self[token] = _token_forms(token)
@@ -157,13 +170,32 @@ class Matcher:
     ci_starts: dict[str, tuple[int, ...]] = field(default_factory=dict)
     cs_starts: dict[str, tuple[int, ...]] = field(default_factory=dict)
     conflicts: list[tuple[str, str, str]] = field(default_factory=list)
+    weak: set[tuple[str, tuple[str, ...]]] = field(default_factory=set)
+    cues: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
+    families: dict[str, str] = field(default_factory=dict)
+    fallbacks: dict[tuple[str, tuple[str, ...]], str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        """Index every label and synonym of every tag."""
+        """Index every label and synonym of every tag, and the context rules that apply."""
         for tag in self.taxonomy.tags.values():
             for phrase in (tag.label, *tag.synonyms):
                 for sensitive, key in _phrase_variants(phrase):
                     self._add(sensitive, key, tag.id, phrase)
+        tags = self.taxonomy.tags
+        for tag_id, phrases in tag_rules.WEAK.items():
+            for phrase in phrases if tag_id in tags else ():
+                for _sensitive, key in _phrase_variants(phrase):
+                    self.weak.add((tag_id, key))
+        for tag_id, words in tag_rules.CUES.items():
+            if tag_id in tags:
+                self.cues[tag_id] = tuple(
+                    tuple(_forms(t)[1] for t in _TOKEN.findall(w)) for w in words
+                )
+        self.families = {k: v for k, v in tag_rules.FAMILY_SUFFIXES.items() if v in tags}
+        for (tag_id, phrase), other in tag_rules.FALLBACK.items():
+            if tag_id in tags and other in tags:
+                for _sensitive, key in _phrase_variants(phrase):
+                    self.fallbacks[(tag_id, key)] = other
 
     def _add(self, sensitive: bool, key: tuple[str, ...], tag_id: str, phrase: str) -> None:
         """Index one phrase variant; a key already owned by another tag is a conflict."""
@@ -265,17 +297,99 @@ class _Analysis:
         self.tokens, self.seps = parts[1::2], parts[0::2]  # seps[i] precedes tokens[i]
         forms = list(map(_forms, self.tokens))
         self.lower: tuple[str, ...]
-        cs, ci, self.lower = (
-            (tuple(col) for col in zip(*forms, strict=True)) if forms else ((), (), ())
+        families: tuple[str, ...]
+        cs, ci, self.lower, families = (
+            (tuple(col) for col in zip(*forms, strict=True)) if forms else ((), (), (), ())
         )
         self.definitions = _definitions(text)
         self.aliases = _aliases(matcher, self.definitions)
-        mentions = _weigh(matcher.scan(cs, ci, self.aliases), text)
-        self.mentions = [m for m in mentions if not self._negated(m.start)]
+        found = matcher.scan(cs, ci, self.aliases)
+        if matcher.families and any(families):
+            found = _with_families(found, families, matcher.families)
+        found = [m for m in found if not self._cancelled(m)]
+        self.mentions = _weigh(_in_context(found, matcher, cs, ci), text)
 
-    def _negated(self, start: int) -> bool:
-        """'no target fine-tuning', 'without RLHF': a negated mention is not a topic."""
-        return any(t in _NEGATORS for t in self.lower[max(0, start - 2) : start])
+    def _cancelled(self, m: Mention) -> bool:
+        """A negated ('without RLHF'), contrasted ('unlike GANs') or hyphen-qualified
+        ('DNA-like', 'attention-free') mention is not a topic of the abstract."""
+        lower, start = self.lower, m.start
+        before = lower[max(0, start - 2) : start]
+        if not _NEGATORS.isdisjoint(before):
+            return True
+        if m.end < len(lower) and self.seps[m.end] == "-" and lower[m.end] in _SUFFIX_BLOCKERS:
+            return True
+        if not before or before[-1] not in _PASSING_LAST:
+            return False
+        return any(before[len(before) - len(p) :] == p for p in tag_rules.PASSING_BEFORE)
+
+
+_SUFFIX_BLOCKERS = tag_rules.SUFFIX_BLOCKERS
+_PASSING_LAST = frozenset(p[-1] for p in tag_rules.PASSING_BEFORE)
+
+
+def _with_families(
+    found: list[Mention], families: tuple[str, ...], tags: dict[str, str]
+) -> list[Mention]:
+    """Add names that end in a model family ('CycleGAN', 'DistilBERT') not matched otherwise;
+    `families[i]` is the family suffix of token i ('' for none)."""
+    covered = {i for m in found for i in range(m.start, m.end)}
+    extra = [
+        Mention(tags[f], i, i + 1)
+        for i, f in enumerate(families)
+        if f and f in tags and i not in covered
+    ]
+    return sorted(found + extra, key=lambda m: m.start) if extra else found
+
+
+def _suffix_of(token: str) -> str:
+    """The family an abbreviation-like name ends in: 'CycleGAN', 'BiLSTM', 'DistilBERT' (not
+    'GAN' itself, and not an all-caps word such as 'ORGAN' that merely ends in the letters)."""
+    for suffix in tag_rules.FAMILY_SUFFIXES:
+        if len(token) > len(suffix) and token.endswith(suffix):
+            return "" if token[: -len(suffix)].isupper() else suffix
+    return ""
+
+
+def _in_context(
+    found: list[Mention], matcher: Matcher, cs: tuple[str, ...], ci: tuple[str, ...]
+) -> list[Mention]:
+    """Drop a tag's weak mentions unless a strong mention or one of its cue words backs them."""
+    weak = matcher.weak
+    if not weak:
+        return found
+    strong: set[str] = set()
+    weak_tags: set[str] = set()
+    for m in found:
+        key = (m.tag, ci[m.start : m.end])
+        if key in weak or (m.tag, cs[m.start : m.end]) in weak:
+            weak_tags.add(m.tag)
+        else:
+            strong.add(m.tag)
+    unsupported = weak_tags - strong
+    if not unsupported:
+        return found
+    words = set(ci)
+    joined = f" {' '.join(ci)} "
+    backed = {
+        t
+        for t in unsupported
+        if any(
+            (cue[0] in words) if len(cue) == 1 else f" {' '.join(cue)} " in joined
+            for cue in matcher.cues.get(t, ())
+        )
+    }
+    dropped = unsupported - backed
+    if not dropped:
+        return found
+    out = []
+    for m in found:
+        if m.tag not in dropped:
+            out.append(m)
+            continue
+        fallback = matcher.fallbacks.get((m.tag, ci[m.start : m.end]))
+        if fallback:  # "an LSTM language model": language modelling, not an LLM
+            out.append(Mention(fallback, m.start, m.end, m.weight))
+    return out
 
 
 def _title_end(text: str) -> int:
@@ -409,13 +523,14 @@ _SEQ_CUES: list[tuple[str, tuple[str, ...], float]] = [
     ("new-method", ("our|proposed", "method|approach|framework|algorithm|architecture"), 1.0),
     ("new-method", ("outperform|outperforms|outperforming|outperformed",), 1.0),
     ("new-method", ("novel", "method|approach|framework|architecture|algorithm"), 1.0),
-    ("theoretical-analysis", ("we", "prove|derive"), 2.5),
+    ("theoretical-analysis", ("we", "prove"), 2.5),
+    ("theoretical-analysis", ("we", "derive"), 1.2),  # also estimators and update rules
     ("theoretical-analysis", ("theorem|theorems|provable|provably|guarantee|guarantees",), 1.2),
     (
         "theoretical-analysis",
         ("upper|lower|generalization|regret|error|tight", "bound|bounds"),
         1.5,
-    ),
+    ),  # counted once: "an upper bound on the likelihood" repeated is an objective, not a theorem
     ("theoretical-analysis", ("bounds|bounded",), 0.8),
     ("theoretical-analysis", ("convergence", "rate|rates|guarantee|guarantees|analysis"), 1.2),
     ("theoretical-analysis", ("theoretical|theoretically",), 1.0),
@@ -438,7 +553,7 @@ _SEQ_CUES: list[tuple[str, tuple[str, ...], float]] = [
             "systematic|empirical|comprehensive|controlled",
             "study|analysis|evaluation|investigation",
         ),
-        2.0,
+        3.0,
     ),
     ("empirical-study", ("large", "scale", "study|analysis|evaluation|investigation"), 2.0),
     ("survey", ("this|we", "survey|review"), 3.0),
@@ -447,6 +562,7 @@ _SEQ_CUES: list[tuple[str, tuple[str, ...], float]] = [
     ("position-paper", ("position", "paper"), 4.0),
     ("position-paper", ("this", "position"), 4.0),
     ("system-tooling", ("open", "source", "library|toolkit|tool|package|platform"), 2.5),
+    ("system-tooling", ("is|a|an|our", "library|toolkit"), 2.0),
 ]
 _INTRO = "introduce|introduces|present|presents|propose|proposes|construct|constructs|release|releases|curate|curates|build|builds|create|creates"
 # (tag id, trigger words, target words, window, weight): a target within `window` tokens after a trigger.
@@ -491,6 +607,7 @@ def _cue_index() -> dict[str, list[tuple[int, tuple[frozenset[str], ...], int]]]
 
 _CUE_INDEX = _cue_index()
 _CUE_TAGS = [(tag, w) for tag, _s, w in _SEQ_CUES] + [(c[0], c[4]) for c in _WINDOW_CUES]
+_ONCE_CUES = {k: 1 for k, (_t, slots, _w) in enumerate(_SEQ_CUES) if slots[-1] == "bound|bounds"}
 
 
 def _cue_hits(lower: tuple[str, ...]) -> Counter[int]:
@@ -519,15 +636,17 @@ def _contribution_scores(analysis: _Analysis, tax: Taxonomy) -> dict[str, float]
     scores: defaultdict[str, float] = defaultdict(float)
     for k, count in _cue_hits(analysis.lower).items():
         tag_id, weight = _CUE_TAGS[k]
-        scores[tag_id] += weight * min(count, MAX_CUE_HITS)
+        scores[tag_id] += weight * min(count, _ONCE_CUES.get(k, MAX_CUE_HITS))
     if not analysis.text.isascii():
         for tag_id, needles, weight in _CJK_CUES:
             hits = sum(analysis.text.count(s) for s in needles)
             scores[tag_id] += weight * min(hits, MAX_CUE_HITS)
+    # A type needs a cue; a bare phrase ("dataset", "analysis") only adds to one that fired.
+    cued = {t for t, v in scores.items() if v >= MIN_CONTRIBUTION_SCORE}
     for m in analysis.mentions:
-        if tax.facet_of[m.tag] == CONTRIBUTION_FACET:
+        if m.tag in cued:
             scores[m.tag] += CONTRIBUTION_PHRASE_WEIGHT * m.weight
-    return {t: s for t, s in scores.items() if s > 0 and t in tax.tags}
+    return {t: scores[t] for t in cued if t in tax.tags}
 
 
 def _fallback_contribution(tax: Taxonomy) -> str:
@@ -577,9 +696,13 @@ def _contributions(analysis: _Analysis, matcher: Matcher) -> list[str]:
 
 
 def _select(analysis: _Analysis, matcher: Matcher) -> list[str]:
-    """1..MAX_TAGS ids: topical tags best first, then the contribution type(s)."""
+    """1..MAX_TAGS ids: topical tags best first, then a specific contribution type (or two);
+    `new-method` only when nothing else applies."""
     kinds = _contributions(analysis, matcher)
     topical = _topical(analysis, matcher)
+    if topical or len(kinds) > 1:
+        # Almost every paper proposes something: the generic type only fills an empty list.
+        kinds = [k for k in kinds if k != GENERIC_CONTRIBUTION]
     if len(topical) + len(kinds) > MAX_TAGS:
         kinds = kinds[:1]
     return topical[: MAX_TAGS - len(kinds)] + [k for k in kinds if k not in topical]
@@ -661,8 +784,32 @@ _NOT_CONTENT = _STOP | _wordset(
     being how what when where why who whether towards toward remains remain lead leads leading
     yield yields captures capture enables enable allows allow provides provide makes make shown
     given known called named respectively only not all any some same several multiple single
-    standard fundamental typically widely"""
+    standard fundamental typically widely about neural network networks deep"""
 )
+# Words that may follow the last word of a noun phrase (function words, common verbs); any
+# other word right after it continues the phrase ("few shot link [prediction]").
+_VERBS = _wordset(
+    """show shows achieve achieves improve improves
+    outperform outperforms learn learns lead leads yield yields allow allows enable enables
+    use uses require requires provide provides perform performs make makes capture captures
+    produce produces reduce reduces increase increases remain remains become becomes depend
+    depends consist consists contain contains help helps work works fail fails give gives
+    generate generates exhibit exhibits suggest suggests demonstrate demonstrates reveal
+    reveals scale scales converge converges"""
+)
+_AFTER_PHRASE = (
+    _STOP
+    | _VERBS
+    | _wordset(
+        """is are was were be been being can could may might will would should must has have had
+    do does did not also than then while when where whether but both each such like across
+    within without per up out about including under over after before because since during
+    against toward towards among along beyond so if thus hence therefore only even yet still
+    which who whose what how respectively"""
+    )
+)
+# A gerund after these is a verb ("by generating synthetic data"), not the start of a phrase.
+_GERUND_BEFORE = _wordset("by for of in when while after before without from through via")
 
 
 def _is_content(word: str) -> bool:
@@ -685,7 +832,9 @@ def _phrase(words_and_seps: tuple[str, ...]) -> str | None:
             return None
         else:
             words.append(token)
-    return " ".join(words) if len(words) >= 2 and all(map(_is_content, words)) else None
+    if len(words) < 2 or not all(map(_is_content, words)) or not _VERBS.isdisjoint(words):
+        return None
+    return " ".join(words)
 
 
 def _repeated_phrases(analysis: _Analysis) -> list[str]:
@@ -717,14 +866,30 @@ def _free_ngrams(
     is_repeated = [*map(repeated.__contains__, zip(low, gaps, low[1:], strict=False)), False]
     out: Counter[tuple[str, ...]] = Counter()
     for i in compress(range(len(low) - 1), is_repeated):
-        if i and glued[i - 1]:
+        if (i and glued[i - 1]) or not _starts_phrase(low, gaps, i):
             continue
         pair = (low[i], gaps[i], low[i + 1])
-        if not glued[i + 1]:
+        if not glued[i + 1] and _ends_phrase(low, gaps, i + 1):
             out[pair] += 1
-        if is_repeated[i + 1] and not glued[i + 2]:
+        if is_repeated[i + 1] and not glued[i + 2] and _ends_phrase(low, gaps, i + 2):
             out[(*pair, gaps[i + 1], low[i + 2])] += 1
     return out
+
+
+def _starts_phrase(low: tuple[str, ...], gaps: list[str], i: int) -> bool:
+    """Token i can open a noun phrase: not an infinitive ('to solve ...') or a gerund verb."""
+    if i == 0 or gaps[i - 1].strip():
+        return True
+    before = low[i - 1]
+    return before != "to" and not (low[i].endswith("ing") and before in _GERUND_BEFORE)
+
+
+def _ends_phrase(low: tuple[str, ...], gaps: list[str], j: int) -> bool:
+    """Token j can close a noun phrase: punctuation, a function word or a verb comes next."""
+    if j + 1 >= len(low) or gaps[j].strip():
+        return True
+    nxt = low[j + 1]
+    return nxt in _AFTER_PHRASE or nxt.endswith(("ly", "ed")) or not nxt[:1].isalpha()
 
 
 def _phrase_keywords(analysis: _Analysis, matcher: Matcher) -> Iterator[str]:

@@ -1,0 +1,333 @@
+"""The metric a result number measures, named as the abstract writes it (offline claims).
+
+Tried in order, on the sentence around the number:
+
+1. a unit that is itself the metric: "1.169 bpc", "32.1 BLEU", "3.83 MOS"; for an item of a
+   list, the metric of the list's last item ("14.4%, 18.2% and 16.4% mAP");
+2. the noun phrase right after the number: "9% relative improvement", "~39% FLOPS reduction",
+   "16.4% mAP", "65.5% top-1 accuracy", "3x less memory"; a change noun with an object names
+   the object ("a 9.7% increase in IoU" -> "IoU"); "N x faster" is a speedup;
+3. before a "from A to B" change, the object of its verb ("reduce monitor recall from ...");
+4. the phrase before "of"/"="/"is" and the number: "a classification accuracy of 96.32%",
+   "an F1 score of 0.87", "an accuracy improvement of 5%";
+5. the object of a change verb before "by": "improves average return by 19%", "reduces the
+   computation by up to 50%"; or its subject: "the error drops by 9.3%";
+6. "N% of X": "retaining 96% of reasoning performance" -> "reasoning performance";
+7. a known metric name earlier in the clause ("mean AUROC +5.14%");
+8. the metric of the result before it in the sentence ("by 19% over A and by 9% over B").
+
+Names are whole words of the sentence: never a fragment of a hyphenated word ("precision" in
+"full-precision"), never a negated one ("no accuracy loss"), never a preposition ("up").
+"""
+
+from __future__ import annotations
+
+import re
+
+from pipeline.offline.claim_numbers import METRIC_CONTEXT, Hit
+
+_I = re.IGNORECASE
+_MAX_WORDS = 4
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# A whole word that can be part of a metric name: "top-1", "F1", "pass@1", "FLOPS", "speed-up".
+_WORD = re.compile(r"[A-Za-z](?:[\w@/]|-(?!-))*\w|[A-Za-z]|\d(?:[\w@.]|-(?!-))*[A-Za-z]\w*")
+_TOKEN = re.compile(r"\S+")
+_NEGATION = _words("no not without nor")
+_QUANTITY_OF = _words("number amount fraction percentage share proportion rate ratio")
+# Words that end a metric phrase: function words, verbs, comparison and degree words.
+_STOP = _words(
+    """a an the of on in at by for to from with without over than and or but as via into onto
+    under across between while when where which that this these those its their our his her
+    is are was were be been being has have had can could may might will would should do does
+    we it they up down only just about around roughly approximately nearly almost more less
+    fewer higher lower better worse faster slower larger smaller compared respectively vs
+    versus against each all both any some no not also still even further using used
+    achieves achieve achieving achieved reaches reach reaching reached yields yield yielding
+    obtains obtain obtaining gets get gives give giving shows show showing improves improve
+    improving improved reduces reduce reducing reduced increases increasing increased
+    decreases decreasing decreased dropping dropped boosts boosting boosted cuts cutting
+    lowers lowering lowered outperforms outperforming outperform surpasses surpassing exceeds
+    exceeding matches matching maintains maintaining retaining retains preserving preserves
+    leading leads resulting results providing provides offers delivers delivering attains
+    attaining recovering recovers new state art factor considerable significant
+    significantly substantial substantially large huge dramatic remarkable marginal slight
+    small modest notable consistent impressive strong up to ranging varying between
+    state-of-the-art sota best through within during after before since until among along
+    like including despite beyond toward towards upon respectively when whereas"""
+)
+_CHANGE_NOUN = re.compile(
+    r"(?:improvements?|gains?|increases?|reductions?|decreases?|drops?|boosts?|degradations?"
+    r"|loss|losses|declines?|rises?)",
+    _I,
+)
+_PLURALS = {
+    "accuracies": "accuracy",
+    "perplexities": "perplexity",
+    "errors": "error",
+    "error rates": "error rate",
+    "success rates": "success rate",
+    "scores": "score",
+    "speedups": "speedup",
+    "speed-ups": "speed-up",
+    "improvements": "improvement",
+    "gains": "gain",
+    "reductions": "reduction",
+}
+_FASTER = re.compile(r"\)?\s*(?:\([^()]{1,20}\)\s*)?(?:faster|quicker)\b", _I)
+_COMPARATIVE = re.compile(r"\s*(?:less|fewer|lower|smaller|cheaper|higher|more|larger)\s+", _I)
+_OBJECT = re.compile(r"\s+(?:in|of)\s+(?:terms\s+of\s+)?(?:the\s+)?", _I)
+_OF_BEFORE = re.compile(
+    r"\s+(?:of|=|:|is|was|reaches|reached|at|of\s+at\s+least|of\s+up\s+to|of\s+over)\s*"
+    r"(?:about\s+|around\s+|approximately\s+"
+    r"|only\s+|over\s+|up\s+to\s+|more\s+than\s+|nearly\s+|[~∼≈>]\s?)?$",
+    _I,
+)
+_BY_BEFORE = re.compile(
+    r"\s+by\s+(?:about\s+|around\s+|over\s+|more\s+than\s+|up\s+to\s+|nearly\s+|almost\s+"
+    r"|roughly\s+|an?\s+(?:average|factor)\s+of\s+|[~∼≈]\s?)*$",
+    _I,
+)
+_CHANGE_VERB = re.compile(
+    r"\b(?:improv(?:es|ed|e|ing)|enhanc(?:es|ed|e|ing)|boost(?:s|ed|ing)?|reduc(?:es|ed|e|ing)"
+    r"|increas(?:es|ed|e|ing)|lower(?:s|ed|ing)?|cut(?:s|ting)?|decreas(?:es|ed|e|ing)"
+    r"|rais(?:es|ed|e|ing)|shrink(?:s|ing)?|accelerat(?:es|ed|e|ing)|speed(?:s|ing)?\s+up)\s+",
+    _I,
+)
+_PASSIVE_CHANGE = re.compile(
+    r"\s+(?:is|are|was|were|can\s+be|gets?)?\s*(?:improved|reduced|increased|decreased|boosted"
+    r"|lowered|cut|raised|drops?|dropped|falls?|fell|rises?|rose|goes\s+(?:up|down)"
+    r"|improves|decreases|increases|shrinks)\s*$",
+    _I,
+)
+# "accuracies above 75%": after these the phrase must end in a known metric name.
+_BOUND_BEFORE = re.compile(
+    r"\s+(?:above|below|over|under|beyond|exceeding|at\s+least|up\s+to|to)\s*[~∼≈]?\s?$", _I
+)
+_PAREN_BEFORE = re.compile(
+    r"\s*\(\s*(?:less\s+than|more\s+than|up\s+to|over|about|only|nearly|[~∼≈<>]\s?)?\s*$", _I
+)
+_AT_TIME = re.compile(r"\s+at\s+(?:test|inference|training|run)(?:\s+time)?\s*$", _I)
+_ACRONYM_TAIL = re.compile(r"\s*\([A-Z][\w-]{0,8}\)\s*$")  # "Inception Score (IS) of 148"
+_OF_AFTER = re.compile(r"\)?\s+of\s+(?:the\s+|its\s+|their\s+)?(?:original\s+)?", _I)
+_SPEED = re.compile(r"\b(?:faster|speed|speeds|accelerat\w*)\b", _I)
+_BEAT_BY = re.compile(r"\b(?:outperform\w*|surpass\w*|beat\w*|exceed\w*)\b[^;]*\bby\s+\S*$", _I)
+_AND_BY = re.compile(r"\b(?:and|or)\s+(?:by\s+|to\s+|of\s+)?(?:about\s+|up\s+to\s+|[~∼≈]\s?)?$", _I)
+_ADVERB_BEFORE = re.compile(r"\baccurate(?:ly)?\s*\(?\s*[~∼≈]?\s*$", _I)
+_DETERMINER = re.compile(r"(?:the|a|an|its|their|our|this|these|both)\s+", _I)
+
+
+def quantitative_metric(
+    s: str,
+    hit: Hit,
+    clause_start: int,
+    previous: str | None,
+    tail: Hit | None = None,
+    item: bool = False,
+) -> str | None:
+    """The metric name of result `hit` in sentence `s`, or None (see the module docstring).
+
+    `clause_start` bounds the look-back; `previous` is the metric of the result before it in
+    the sentence; `tail` the last item of the list `hit` belongs to (its metric is the list's);
+    `item`: `hit` is one item of a list, whose metric may be named anywhere before it.
+    """
+    if hit.metric:
+        return hit.metric
+    if tail is not None and tail is not hit:
+        named = tail.metric or _after_number(s, tail)
+        if named:
+            return named
+    named = _after_number(s, hit)
+    if named:
+        return named
+    before = s[max(0, clause_start, hit.start - 100) : hit.start]
+    if s.startswith("from", hit.start):
+        passive = _PASSIVE_CHANGE.search(before)
+        named = _verb_object(before) or _name(
+            _phrase_back(before[: passive.start()] if passive else before)
+        )
+    else:
+        named = _before_of(before, s, hit) or _by_change(before)
+        if named is None and _ADVERB_BEFORE.search(before):
+            named = "accuracy"  # "probes can accurately (~90%) distinguish"
+    named = named or _of_phrase(s, hit) or _known_metric(before)
+    if named is None and hit.unit == "x" and _SPEED.search(before):
+        named = "speedup"  # "enables faster inference (up to 4x)"
+    if named is None and (item or _BEAT_BY.search(before)):
+        named = _known_metric(s[: hit.start])  # "73% Top-5 accuracy, outperforming A by 28%"
+    if named is None and _AND_BY.search(before):
+        named = previous  # "by 19% over A and by 9% over B"
+    return named
+
+
+def _after_number(s: str, hit: Hit) -> str | None:
+    """The phrase right after the number and its unit ('9% relative improvement')."""
+    faster = _FASTER.match(s, hit.end)
+    if faster:
+        words, _end = _phrase_words(s, faster.end())  # "36% faster inference speed"
+        return _name(words) if words and hit.unit != "x" else "speedup"
+    comp = _COMPARATIVE.match(s, hit.end)
+    words, stop = _phrase_words(s, comp.end() if comp else hit.end)
+    if not words:
+        return None
+    if _CHANGE_NOUN.fullmatch(words[-1]):
+        obj = _OBJECT.match(s, stop)
+        if obj:
+            inner, _end = _phrase_words(s, obj.end())
+            if inner and _metric_like(inner):
+                return _name(inner)
+    return _name(words)
+
+
+def _metric_like(words: list[str]) -> bool:
+    """An object that names a quantity ('accuracy', 'IoU'), not a model or a setting
+    ('ResNet18', 'average')."""
+    if words[0].lower() in {"average", "total", "general", "part", "some", "all"}:
+        return False
+    return bool(
+        METRIC_CONTEXT.fullmatch(" ".join(words[-2:])) or METRIC_CONTEXT.fullmatch(words[-1])
+    ) or all(w.islower() for w in words)
+
+
+def _phrase_words(s: str, pos: int) -> tuple[list[str], int]:
+    """Up to _MAX_WORDS whole words from `pos`, stopping at punctuation or a stop word; and
+    where the last one ends."""
+    words: list[str] = []
+    end = pos
+    for m in _TOKEN.finditer(s, pos, min(len(s), pos + 120)):
+        token = m.group(0)
+        core = token.rstrip(",.;:)]\"'")
+        if core.lower() == "of" and words and words[-1].lower() in _QUANTITY_OF:
+            words.append(core)  # "the number of test errors"
+            continue
+        if len(words) == _MAX_WORDS or not _WORD.fullmatch(core) or core.lower() in _STOP:
+            break
+        words.append(core)
+        end = m.start() + len(core)
+        if core != token:
+            break
+    return words, end
+
+
+def _phrase_back(text: str) -> list[str]:
+    """Up to _MAX_WORDS whole words ending `text`, stopping at punctuation or a stop word;
+    nothing when the phrase is negated ('no accuracy'); 'Top-1 and Top-5 error' gives the
+    shared head 'error'; 'the speedup at test time' stays whole."""
+    at = _AT_TIME.search(text)
+    if at:
+        head = _phrase_back(text[: at.start()])
+        return [*head, *at.group(0).split()] if head else []
+    tokens = text[-120:].split()
+    words: list[str] = []
+    while tokens and len(words) < _MAX_WORDS:
+        token = tokens.pop()
+        core = token.lstrip("(\"'")
+        if core.lower() == "of" and words and tokens and tokens[-1].lower() in _QUANTITY_OF:
+            words.insert(0, core)  # "the number of parameters is reduced"
+            continue
+        if not _WORD.fullmatch(core) or core.lower() in _STOP or core.lower().endswith("ly"):
+            if core.lower() in _NEGATION and words:
+                return []
+            if core.lower() == "and" and len(words) >= 2 and tokens:
+                return words[-1:]  # "Top-1 and Top-5 error": coordinated modifiers, one head
+            break
+        words.insert(0, core)
+        if core != token:
+            break
+    return words
+
+
+def _before_of(before: str, s: str = "", hit: Hit | None = None) -> str | None:
+    """'a classification accuracy of 96.32%': the phrase before 'of' (or '=', ':', 'is', or a
+    parenthesis: 'performance degradation (less than 2%)'). For 'an increase of 0.4 in
+    F-measure' the object of the change names the metric."""
+    m = _OF_BEFORE.search(before)
+    if m is None:
+        # "accuracies above 75%", "performance degradation (less than 2%)": only a metric name
+        bound = _BOUND_BEFORE.search(before) or _PAREN_BEFORE.search(before)
+        words = _phrase_back(before[: bound.start()]) if bound else []
+        if words and (METRIC_CONTEXT.fullmatch(words[-1]) or _CHANGE_NOUN.fullmatch(words[-1])):
+            return _name(words)
+        return None
+    words = _phrase_back(_ACRONYM_TAIL.sub("", before[: m.start()]))
+    if words and hit is not None and _CHANGE_NOUN.fullmatch(words[-1]):
+        obj = _OBJECT.match(s, hit.end)
+        if obj:
+            inner = _phrase_words(s, obj.end())[0]
+            if inner:
+                return _name(inner)
+    return _name(words)
+
+
+def _by_change(before: str) -> str | None:
+    """'improves average return by 19%' -> 'average return'; 'the error drops by 9.3%'."""
+    m = _BY_BEFORE.search(before)
+    if m is None:
+        return None
+    head = before[: m.start()]
+    verb = None
+    for v in _CHANGE_VERB.finditer(head):
+        verb = v
+    if verb is not None:
+        det = _DETERMINER.match(head, verb.end())
+        words, _end = _phrase_words(head, det.end() if det else verb.end())
+        if words:
+            return _name(words)
+    passive = _PASSIVE_CHANGE.search(head)
+    return _name(_phrase_back(head[: passive.start()])) if passive else None
+
+
+def _verb_object(before: str) -> str | None:
+    """'reduce monitor recall' (right before 'from A to B') -> 'monitor recall'."""
+    verb = None
+    for v in _CHANGE_VERB.finditer(before):
+        verb = v
+    if verb is None:
+        return None
+    det = _DETERMINER.match(before, verb.end())
+    words, end = _phrase_words(before, det.end() if det else verb.end())
+    return _name(words) if words and not before[end:].strip() else None
+
+
+def _of_phrase(s: str, hit: Hit) -> str | None:
+    """'retaining > 96% of reasoning performance' -> 'reasoning performance'."""
+    m = _OF_AFTER.match(s, hit.end)
+    return _name(_phrase_words(s, m.end())[0]) if m else None
+
+
+def _known_metric(before: str) -> str | None:
+    """The last known metric name in the clause before the number, with up to two modifiers
+    ('mean AUROC +5.14%', 'in accuracy by 5%'); never 'performance', which names none."""
+    found = None
+    for m in METRIC_CONTEXT.finditer(before):
+        found = m
+    if found is None or (found.start() and before[found.start() - 1] in "-‑"):
+        return None
+    head = found.group("head")
+    if head.lower().startswith("accurate"):
+        return "accuracy"
+    if head.lower() == "performance":
+        return None
+    if before[found.end() :].strip(" +−~∼≈:"):
+        return head  # named further back ("mean AUROC ... (Facebook +12.59%"): the bare name
+    mods = [w for w in _phrase_back(before[: found.start()])[-2:] if not _CHANGE_NOUN.fullmatch(w)]
+    return _name([*mods, head])
+
+
+def _name(words: list[str]) -> str | None:
+    """Words joined as a metric name, plural metric heads folded ('accuracies' -> 'accuracy')."""
+    # "5% relative to X", "96% of the samples generated by": not part of the name
+    while words and (words[-1].lower() in {"relative", "per", "of"} or words[-1].endswith("ed")):
+        words = words[:-1]
+    name = " ".join(words).strip(" -/")
+    if not any(c.isalpha() for c in name):
+        return None
+    low = name.lower()
+    for plural, single in _PLURALS.items() if " of " not in low else ():
+        if low.endswith(plural) and (len(low) == len(plural) or low[-len(plural) - 1] == " "):
+            return name[: len(name) - len(plural)] + single
+    return name

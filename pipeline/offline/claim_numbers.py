@@ -1,0 +1,568 @@
+"""Result numbers of one sentence, for the offline claims extractor.
+
+Finds the numbers that measure an outcome and their units: percents (also LaTeX `$9.3\\%$`
+and "percent"), percentage points, multipliers (`2.5x`, `3×`, "10 times", "5-fold", "by a
+factor of 10"), metric units written after the number ("1.169 bpc", "3.83 MOS", "32.1
+BLEU"), measures of cost ("45 ms", "3 GB") and bare numbers tied to a metric ("an F1 of
+0.87"). Ranges ("4-13x", "4%-27%") and "from A to B" are one result whose value is the upper
+end or B. Lists ("15.68, 15.13 and 1.75 BLEU", "1% and 10% of the labels") share the unit and
+the verdict of their items. Not results: setup numbers (dataset sizes, counts, "at 50%
+sparsity", "with 40% noisy labels", "using only 10% of the data") and a baseline's own
+number ("the baseline's 3.46%", "while ReLU drops to below 1%").
+
+The sentence is first seen through `math_view`, which blanks simple inline math markup
+(`$`, `\\sim`, `\\times`) with characters of the same length, so offsets stay those of the
+original text and evidence is still cut from it verbatim.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+
+from pipeline.text import NUMBER_RE
+
+_I = re.IGNORECASE
+_MAX_NUMBERS = 100  # per sentence; real ones have a handful, number dumps are not abstracts
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A result number: its span (sign, range, "from A to B" included), value, unit; `metric`
+    when the unit itself names one ("BLEU", "bpc"); `num_start` is where the value starts."""
+
+    start: int
+    end: int
+    num_start: int
+    value: str
+    unit: str | None
+    metric: str | None = None
+    group: int = -1  # items of one list share a group number
+
+
+# --- LaTeX view ------------------------------------------------------------------------------
+
+_INLINE_MATH = re.compile(r"\$([^$]{1,60})\$")
+_MATH_MACROS = {
+    "\\sim": "   ~",
+    "\\approx": "      ≈",
+    "\\times": "     ×",
+    "\\%": "\\%",
+    "\\pm": "  ±",
+    "\\!": "  ",
+    "\\,": "  ",
+    "\\textbf": "       ",
+    "\\mathbf": "       ",
+    "\\mathrm": "       ",
+    "\\text": "     ",
+}
+_MACRO = re.compile(r"\\[A-Za-z]+|\\[%!,]")
+_SIMPLE_MATH_REST = re.compile(r"[\d\s.,+\-−~∼≈±<>%{}x×]*")
+
+
+def math_view(s: str) -> str:
+    """`s` with simple inline math ('$9.3\\%$', '$\\sim$36\\%', '$2\\times$') blanked to plain
+    characters of the same length; other math is left as it is (and its numbers are junk)."""
+    if "$" not in s and "\\" not in s:
+        return s
+    out = _INLINE_MATH.sub(_blank_math, s) if "$" in s else s
+    if "\\sim" in out or "\\times" in out or "\\approx" in out:
+        out = _MACRO.sub(lambda m: _MATH_MACROS.get(m.group(0), m.group(0)), out)
+    return out
+
+
+def _blank_math(m: re.Match[str]) -> str:
+    inner = m.group(1)
+    plain = _MACRO.sub(lambda k: _MATH_MACROS.get(k.group(0), "\0"), inner)
+    if "\0" in plain or not _SIMPLE_MATH_REST.fullmatch(plain.replace("\\%", "%")):
+        return m.group(0)
+    return " " + plain.replace("{", " ").replace("}", " ") + " "
+
+
+# --- units -----------------------------------------------------------------------------------
+
+_JUNK_TOKEN = ("://", "www.", "$", "=", "^", "_", "{", "}", "\\frac")
+_PERCENT = re.compile(r"\s?\\?%|\s+per\s?cent\b(?![\s-]*(?:age\s+)?points?)", _I)
+_POINTS = re.compile(
+    r"\s?(?:pp\b|p\.p\.|percentage[\s-]points?\b|per\s?cent(?:age)?[\s-]points?\b)", _I
+)
+_TIMES = re.compile(r"\s?[x×X](?![\w])|\s+times\b|-?fold\b", _I)
+_RATIO_UNITS = {"%", "pp", "x", "points"}
+_MEASURE = re.compile(
+    r"\s(?P<unit>ms|s|sec|secs|seconds|minutes|min|hours|h|days|GB|MB|TB|GiB|MiB|GPU[- ]hours)\b"
+)
+# Units that are themselves the metric: "1.169 bpc", "3.83 MOS", "2.9 bits/dim".
+_METRIC_UNIT = re.compile(
+    r"\s?(?P<unit>bpc|BPC|bpd|BPD|bits/dim(?:ension)?|bits\s+per\s+(?:dim(?:ension)?|character)"
+    r"|nats|MOS|dB)(?![\w/])"
+)
+_MEASURE_CUE = re.compile(
+    r"reduc|\bcut|lower|faster|speed|latency|\btimes?\b|memory|down\b|sav", _I
+)
+_PLAIN_POINTS = re.compile(r"\s+(?:points?|pts)\b", _I)
+_COUNT_RESULT = re.compile(r"\s+(?P<unit>moves)\b", _I)  # "solves it in 30 moves"
+_FACTOR_OF = re.compile(r"\bfactor\s+of\s+(?:about\s+|around\s+|over\s+|up\s+to\s+)?[~∼≈]?\s?$", _I)
+
+# --- context -----------------------------------------------------------------------------
+
+_CONDITION_BEFORE = re.compile(
+    r"\b(?:using|with\s+only|on|at|under|prun\w*|mask\w*|remov\w*|dropp?\w*|keep\w*"
+    r"|sampl\w*|labell?ing|annotat\w*|freez\w*|retrain\w*)\s+(?:the\s+|a\s+)?(?:first\s+|top\s+|last\s+|random\s+"
+    r"|only\s+|just\s+)?[~∼≈]?$",
+    _I,
+)
+# Design settings named before their value: "sparsity levels above 90%", "a noise rate of 40%".
+_SETTING_BEFORE = re.compile(
+    r"\b(?:(?:sparsity|pruning|compression|noise|corruption|masking|mask|dropout|missing"
+    r"|occlusion|subsampling|sampling|learning|mixing|poisoning|perturbation|labell?ing)"
+    r"(?:\s+(?:levels?|ratios?|rates?|budgets?|thresholds?|fractions?|probability))?"
+    r"|budget|threshold)"
+    r"\s+(?:of\s+|above\s+|below\s+|over\s+|under\s+|up\s+to\s+|at\s+|as\s+high\s+as\s+"
+    r"|ranging\s+from\s+|from\s+|between\s+|=\s*|is\s+|was\s+)*(?:only\s+)?[~∼≈]?\s?$",
+    _I,
+)
+# A share of the training material after the number: "10% of the labels", "40% noisy labels".
+_SETTING_AFTER = re.compile(
+    r"\s+(?:of\s+(?:the\s+|its\s+|their\s+|all\s+)?(?:[\w’'-]+\s+){0,3}(?:labels?|labell?ed|data"
+    r"|dataset|training(?:\s+(?:data|set|examples|samples))?|samples?|examples?|tokens?"
+    r"|parameters|weights|images?|annotations?|queries|budget|supervision|pixels|neurons"
+    r"|channels|filters|connections|features|demonstrations|trajectories|episodes|steps)\b"
+    r"|(?:noisy|noise|label\s+noise|sparsity|sparse|corruption|corrupted|missing|masked"
+    r"|masking|dropout|mislabell?ed|outliers?|occlusion|occluded|pruned|pruning|labell?ed"
+    r"|unlabell?ed|of\s+noise|symmetric|asymmetric)\b)",
+    _I,
+)
+# Words before a share of the data that make it a condition of the experiment.
+_CONDITION_CLAUSE = re.compile(
+    r"\b(?:using|use|uses|with|on|trained|training|train|given|only|from|at|for|keep\w*"
+    r"|sampl\w*|freez\w*|prun\w*|remov\w*|mask\w*|drop\w*|label\w*|annotat\w*|corrupt\w*"
+    r"|replac\w*|distill\w*|compress\w*|when|where|if|under)\b[^,;]{0,30}$",
+    _I,
+)
+# "compressing to 80%", "pruned to 10%": the target of a compression is the setting.
+_COMPRESS_TO = re.compile(
+    r"\b(?:compress\w*|prun\w*|distill\w*|quantiz\w*|sparsif\w*|reduc\w*\s+(?:\w+\s+)?size)"
+    r"\s+(?:\w+\s+){0,3}?(?:down\s+)?to\s+(?:only\s+|just\s+)?[~∼≈]?\s?$",
+    _I,
+)
+_COMPARED_AFTER = re.compile(
+    r"\s*(?:\w+\s+){0,2}?(?:compared\s+(?:to|with)|relative\s+to|than|of\s+the\s+baseline)", _I
+)
+_CONDITION_WHEN = re.compile(r"\b(?:when|whenever|if|where|once)\b[^,;:()]*$", _I)
+_MULT_AFTER = re.compile(
+    r"\)?\s*(?:\([^()]{1,20}\)\s*)?(?:faster|speed-?ups?|accelerations?|fewer|less|smaller"
+    r"|cheaper|lower|reductions?|compression|improvements?|higher|more|better|gains?|increases?"
+    r"|throughput|larger|worse|slower|shorter|longer)\b",
+    _I,
+)
+_MULT_BEFORE = re.compile(
+    r"(?:speed-?up|acceleration|up\s+to|by|achiev\w*|yield\w*|deliver\w*|reduc\w*|faster"
+    r"|cuts?|of|a|about|around|over|nearly|almost|roughly)\s*[~∼≈]?$",
+    _I,
+)
+# "with only ~2% drop in accuracy": a change after the number makes it a result.
+_CHANGE_AFTER = re.compile(
+    r"\s*(?:[\w-]+\s+)?(?:drops?|loss|losses|degradation|decreases?|increases?|improvements?"
+    r"|gains?|reductions?|speed-?ups?|relative)\b",
+    _I,
+)
+# "the speedup at test time is 3X", "memory reduction is 3X"
+_MULT_SUBJECT = re.compile(
+    r"\b(?:speed-?ups?|accelerations?|reductions?|compression|improvements?|gains?|savings?)"
+    r"\b[^,;.]{0,30}?\b(?:is|was|are|of|=|reaches|reached)\s+(?:about\s+|around\s+|up\s+to\s+"
+    r"|over\s+)?[~∼≈]?\s?$",
+    _I,
+)
+_GAIN_BEFORE = re.compile(
+    r"(?:\bby|\+|\bof|\bgains?|\bimprov\w*)\s*(?:about\s+|over\s+|more\s+than\s+|up\s+to\s+"
+    r"|nearly\s+|almost\s+|roughly\s+|around\s+)?[~∼≈]?\s?$",
+    _I,
+)
+_RANGE = re.compile(r"\s?(?:[-–−]|to)\s?(?=\d)")
+_FROM = re.compile(r"\bfrom\s+(?:about\s+|around\s+)?[+~∼≈]?$", _I)
+_TO = re.compile(
+    r"\s+(?:down\s+|up\s+)?to\s+(?:about\s+|around\s+|only\s+|just\s+|over\s+|more\s+than\s+"
+    r"|nearly\s+|almost\s+|above\s+|below\s+|under\s+)?[+~∼≈]?",
+    _I,
+)
+_CHANGE_OF = re.compile(
+    r"\b(?:increase|improvement|gain|reduction|decrease|drop|boost)s?\s+of\s+(?:about\s+|over\s+"
+    r"|up\s+to\s+|[~∼≈]\s?)?$",
+    _I,
+)
+# "fails to outperform DQNs in 4 out of 5 games": a count of outcomes is a result.
+_OUT_OF = re.compile(r"\s+(?:out\s+of|of\s+the|of)\s+\d+\b")
+_COUNT_RESULT_BEFORE = re.compile(
+    r"\b(?:outperform\w*|surpass\w*|beat\w*|exceed\w*|better|wins?|won|solv\w*|fails?|failed"
+    r"|succeed\w*|best|match\w*|improv\w*)\b[^.;]*$",
+    _I,
+)
+_BEAT = re.compile(r"\b(?:beat|beats|outperform\w*|surpass\w*|exceed\w*|lead\w*)\b", _I)
+_BY_BEFORE = re.compile(r"\bby\s+(?:about\s+|around\s+|over\s+|more\s+than\s+|up\s+to\s+)?$", _I)
+_LIST_GAP = re.compile(
+    r"\s*(?:(?:on|in|for)\s+(?:the\s+)?[A-Z][^,;:()]{0,30}?\s*)?(?:,\s*(?:and\s+|or\s+)?|(?:and|or)\s+"
+    r"(?:by\s+|on\s+)?|/\s*)"
+)
+# A baseline's own number: "the baseline's 3.46%", "compared to 3.46%", "(vs. 3.46%)".
+_BASELINE_BEFORE = re.compile(
+    r"(?:\bbaselines?'?s?|\bbaselines'|\bcompared\s+(?:to|with)|\bversus|\bvs\.?|\bagainst"
+    r"|\bprevious(?:ly)?|\bprior|\bexisting|\b(?:prior|previous|existing)\s+(?:work|works|methods?"
+    r"|approaches|art|best|sota|state[- ]of[- ]the[- ]art)(?:'s)?)\s*\(?\s*(?:the\s+|a\s+|an\s+"
+    r"|only\s+|just\s+|their\s+|of\s+)*[~∼≈]?\s?$",
+    _I,
+)
+# "the 2.65% achieved by standard NAS": a number credited to another method.
+_BY_OTHERS_AFTER = re.compile(
+    r"\s+(?:\w+\s+)?(?:achieved|obtained|reported|reached|attained)\s+by\s+(?!our\b|ours\b"
+    r"|the\s+proposed|this\b|using\b)",
+    _I,
+)
+_OTHERS_SUBJECT = re.compile(
+    r"^(?:(?:the|a|an|all|most|these|both|standard|vanilla|conventional|strong|competing|other"
+    r"|several|many|their|existing|dense|original)\s+)*(?:[A-Z][\w-]*\s+)?"
+    r"(?:baselines?|competitors?|prior\s+(?:work|methods?)|previous\s+"
+    r"(?:work|methods?)|existing\s+(?:work|methods?|approaches)|state-of-the-art\s+methods?"
+    r"|humans?|random\s+(?:guessing|chance|baseline))\b",
+    _I,
+)
+_FIRST_PERSON = re.compile(r"\b(?:we|our|ours|proposed)\b", _I)
+_CLAUSE_BREAK = re.compile(r"[,;:(]|\b(?:while|whereas|but|and)\b", _I)
+_OTHER_CLAUSE = re.compile(r"\b(?:while|whereas)\s+(?P<next>[\w'-]+)", _I)
+
+_METRIC_NAMES = (
+    r"accuracy|AUROC|AUPRC|AUC|F1(?:[\s-]score)?|BLEU|ROUGE(?:-\w+)?|METEOR|CIDEr|perplexity|PPL"
+    r"|FID|mAP|mIoU|IoU|exact match|EM|recall|precision|success rate|win rate|pass@\d+"
+    r"|error rate|error|WER|CER|NDCG(?:@\d+)?|MRR|Hits@\d+|correlation|agreement|reward"
+    r"|Spearman|Pearson|MSE|MAE|RMSE|Elo|score|PSNR|SSIM|LPIPS|Inception\s+Score"
+    r"|Fr[ée]chet\s+Inception\s+Distance|(?-i:IS|AP|EM)"
+    r"|top-\d\s+accuracy|return|returns|perplexities|accuracies|errors|scores"
+)
+METRIC_BEFORE = re.compile(
+    rf"\b(?:{_METRIC_NAMES})\s*(?:\([A-Z][\w-]{{0,8}}\)\s*)?(?:score\s+)?"
+    r"(?:of|=|:|at|to|reaches|reaching|is|was)?\s*"
+    r"(?:about\s+|around\s+|approximately\s+|only\s+|[~∼≈]\s?)?$",
+    _I,
+)
+_ACRONYM_AFTER = re.compile(r"\s+(?P<metric>[A-Z][A-Z0-9]{1,6}(?:-[A-Z0-9]+)?)(?![\w-])")
+METRIC_AFTER = re.compile(
+    r"\s+(?P<metric>BLEU|ROUGE(?:-\w+)?|METEOR|CIDEr|perplexity|PPL|FID|mAP|mIoU|IoU|(?-i:EM)|WER"
+    r"|CER|F1|AUROC|AUPRC|AUC|MRR|NDCG(?:@\d+)?|Hits@\d+|PSNR|SSIM|(?-i:IS|AP)|Elo|accuracy|error"
+    r"|exact\s+match|recall|precision|points?\s+of\s+\w+|speed-?ups?)\b",
+    _I,
+)
+VERB_OBJECT = re.compile(
+    r"\b(?:improv(?:es|ed|e|ing)|enhanc(?:es|ed|e|ing)|boost(?:s|ed|ing)?|reduc(?:es|ed|e|ing)"
+    r"|increas(?:es|ed|e|ing)|lower(?:s|ed|ing)?|cut(?:s|ting)?|decreas(?:es|ed|e|ing))\s+",
+    _I,
+)
+
+
+def scan_numbers(s: str) -> list[Hit]:
+    """The result numbers of sentence `s` (as seen through `math_view`), in order."""
+    items = _items(s)
+    if not items:
+        return []
+    hits: list[Hit] = []
+    for group in _groups(s, items):
+        hits.extend(_group_hits(s, group, len(hits)))
+    return hits
+
+
+@dataclass(frozen=True)
+class _Item:
+    """One written number: match span, sign start, unit (and where it ends), unit metric."""
+
+    start: int
+    num_start: int
+    num_end: int
+    end: int
+    value: str
+    unit: str | None
+    metric: str | None
+    pair: bool  # a range or "from A to B": start/num_start already cover both numbers
+
+
+def _items(s: str) -> list[_Item]:
+    out: list[_Item] = []
+    consumed = -1
+    for m in itertools.islice(NUMBER_RE.finditer(s), _MAX_NUMBERS):
+        if m.start() < consumed or junk_number(s, m.start(), m.end()):
+            continue
+        item = _pair_or_range(s, m) or _single(s, m)
+        out.append(item)
+        consumed = item.end
+    return out
+
+
+def _single(s: str, m: re.Match[str]) -> _Item:
+    unit, end, metric = unit_at(s, m.end())
+    if unit is None and _FACTOR_OF.search(s, max(0, m.start() - 30), m.start()):
+        unit = "x"
+    start = signed(s, m.start())
+    return _Item(start, start, m.end(), end, s[start : m.end()], unit, metric, False)
+
+
+def _groups(s: str, items: list[_Item]) -> list[list[_Item]]:
+    """Consecutive items joined only by ', ', ' and ', ' or ' or '/' form one list."""
+    groups: list[list[_Item]] = [[items[0]]]
+    for prev, item in itertools.pairwise(items):
+        gap = _LIST_GAP.fullmatch(s, prev.end, item.start)
+        if gap is not None and not prev.pair and not item.pair:
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    return groups
+
+
+def _group_hits(s: str, group: list[_Item], first: int) -> list[Hit]:
+    """Hits of one list: the last item's unit (or metric unit) fills items written without one;
+    a setting or baseline context anywhere in the list makes the whole list no result."""
+    tail = group[-1]
+    if len(group) > 1 and (tail.unit or tail.metric or _metric_after(s, tail)):
+        fill_unit, fill_metric = tail.unit, tail.metric or _metric_after(s, tail)
+        group = [
+            it if it.unit or it.metric else _Item(
+                it.start, it.num_start, it.num_end, it.end, it.value, fill_unit, fill_metric,
+                it.pair,
+            )
+            for it in group
+        ]  # fmt: skip
+    anchor = group[-1]
+    head = group[0]
+    if _is_setting(s, head, anchor) or _is_baseline(s, head, anchor):
+        return []
+    out: list[Hit] = []
+    gid = first if len(group) > 1 else -1
+    for item in group:
+        hit = _accept(s, item, head, anchor)
+        if hit is None and out and item.unit is None and out[0].unit is None:
+            # "a perplexity of 52.8 on PTB and 52.0 on WikiText-2": the list's first verdict
+            hit = Hit(item.start, item.num_end, item.num_start, item.value, None, out[0].metric)
+        if hit is not None:
+            out.append(Hit(hit.start, hit.end, hit.num_start, hit.value, hit.unit, hit.metric, gid))
+    return out
+
+
+def _metric_after(s: str, item: _Item) -> str | None:
+    m = METRIC_AFTER.match(s, item.end)
+    if m is None and "." in item.value:
+        m = _ACRONYM_AFTER.match(s, item.end)  # "5.4 SDR", "0.85 SSIM"
+    return m.group("metric") if m and item.unit is None else None
+
+
+def _accept(s: str, item: _Item, head: _Item, anchor: _Item) -> Hit | None:
+    """The item as a result hit, if its unit and the words around it make it one."""
+    if item.pair:
+        return Hit(item.start, item.end, item.num_start, item.value, item.unit, item.metric)
+    unit = item.unit
+    before = s[max(0, head.start - 30) : head.start]
+    if unit is None:
+        return _bare_metric(s, item, before)
+    if unit == "x":
+        factor = _FACTOR_OF.search(s, max(0, item.start - 30), item.start)
+        if not (
+            factor
+            or _MULT_AFTER.match(s, anchor.end)
+            or _MULT_BEFORE.search(before)
+            or _MULT_SUBJECT.search(s, max(0, item.start - 60), item.start)
+        ):
+            return None  # "16x the original data", "models 50x larger": a setting
+    elif unit == "points":
+        if not (_GAIN_BEFORE.search(before) or _MULT_AFTER.match(s, anchor.end)):
+            return None
+    elif unit == "moves":
+        if not re.search(r"\b(?:in|within|only|just)\s+$", before, _I):
+            return None
+    elif (
+        unit not in _RATIO_UNITS
+        and item.metric is None
+        and not _MEASURE_CUE.search(s, max(0, head.start - 60), head.start)
+        and not _MULT_AFTER.match(s, anchor.end)
+    ):
+        return None  # "80 GB GPUs", "trained for 3 hours": setup unless something got cheaper
+    end = item.end
+    if item.metric and unit is None:
+        m = METRIC_AFTER.match(s, item.end)
+        end = m.end() if m else end
+    return Hit(item.start, end, item.num_start, item.value, unit, item.metric)
+
+
+def _bare_metric(s: str, item: _Item, before: str) -> Hit | None:
+    """A unitless number tied to a metric: 'BLEU of 32.1', '0.91 AUROC', 'by 2.1' (decimal)."""
+    number = item.value.lstrip("+−")
+    decimal = "." in number
+    after = METRIC_AFTER.match(s, item.num_end)
+    if item.metric:  # filled in from the list's tail ("15.68, 15.13 and 1.75 BLEU")
+        return Hit(item.start, item.num_end, item.num_start, item.value, None, item.metric)
+    out_of = _OUT_OF.match(s, item.num_end)
+    if out_of and _COUNT_RESULT_BEFORE.search(s, max(0, item.start - 60), item.start):
+        return Hit(item.start, out_of.end(), item.num_start, item.value, None, None)
+    local = s[max(0, item.start - 40) : item.start]
+    named_before = METRIC_BEFORE.search(local)
+    if not decimal and not named_before and (len(number) > 3 or int(number.replace(",", "")) > 100):
+        return None  # years, sizes and counts (unless a metric names it: "an IS of 148")
+    if after is None and decimal:
+        after = _ACRONYM_AFTER.match(s, item.num_end)
+    ok = bool(named_before) or after is not None
+    if not ok and local.rstrip().endswith(":"):
+        # "perplexities on two data sets: 57.3 on Penn Treebank and 65.8 on WikiText-2"
+        ok = bool(METRIC_CONTEXT.search(s, max(0, item.start - 80), item.start))
+    if not ok and decimal and _CHANGE_OF.search(local):
+        ok = True  # "an increase of 0.4 in F-measure"
+    if not ok and decimal and _BY_BEFORE.search(local):
+        wide = s[max(0, item.start - 80) : item.start]
+        ok = bool(VERB_OBJECT.search(wide) or _BEAT.search(wide))
+    if not ok:
+        return None
+    metric = after.group("metric") if after else None
+    end = after.end() if after else item.num_end
+    return Hit(item.start, end, item.num_start, item.value, None, metric)
+
+
+def _is_setting(s: str, head: _Item, anchor: _Item) -> bool:
+    """'using only 10% of the data', 'at 50% sparsity', 'with 40% noisy labels': the design."""
+    before = s[max(0, head.start - 40) : head.start]
+    if _SETTING_BEFORE.search(before) or _COMPRESS_TO.search(before):
+        return True
+    if _CONDITION_WHEN.search(before) and not (
+        _MULT_AFTER.match(s, anchor.end) or _CHANGE_AFTER.match(s, anchor.end)
+    ):
+        return True  # "when the error rates are 10% and 30%": a condition
+    if anchor.unit not in {"%", "x", "pp"} or anchor.metric is not None:
+        return False  # a measure or metric unit ("at 3.83 MOS") is not a share of the data
+    after_mult = _MULT_AFTER.match(s, anchor.end) or _CHANGE_AFTER.match(s, anchor.end)
+    if _CONDITION_BEFORE.search(before) and not after_mult:
+        return True
+    setting = _SETTING_AFTER.match(s, anchor.end)
+    if setting is None or after_mult or _COMPARED_AFTER.match(s, setting.end()):
+        return False  # "uses only 18.2% of parameters compared to the LSTM": a result
+    return bool(_CONDITION_CLAUSE.search(before))  # "using 10% of the labels", not "defend 96%"
+
+
+def _is_baseline(s: str, head: _Item, anchor: _Item) -> bool:
+    """A baseline's own number, not the paper's result."""
+    before = s[max(0, head.start - 40) : head.start]
+    if _BASELINE_BEFORE.search(before) or _BY_OTHERS_AFTER.match(s, anchor.end):
+        return True
+    clause_start = 0
+    for m in _CLAUSE_BREAK.finditer(s, 0, head.start):
+        clause_start = m.end()
+    clause = s[clause_start : head.start].strip()
+    if _OTHERS_SUBJECT.match(clause) and not _FIRST_PERSON.search(clause):
+        return True  # "the baseline reaches only 3.46%"
+    other = None
+    for m in _OTHER_CLAUSE.finditer(s, 0, head.start):
+        other = m
+    if other is None or ";" in s[other.end() : head.start]:
+        return False
+    if _FIRST_PERSON.search(s, other.start(), head.start):
+        return False
+    # "while ReLU networks drop to below 1%": another named model is the subject. "while
+    # using 50% less memory" or "while the model size shrinks by 50%" stay our results.
+    subject = other.group("next")
+    first = s.split(None, 1)[0] if s.strip() else ""
+    return subject[:1].isupper() and subject not in {first, "It", "This", "These", "Its"}
+
+
+def junk_number(s: str, a: int, b: int) -> bool:
+    """Numbers that are names, math or addresses: GPT-4, 7B, 2D, 1+1, $p \\in (1, 2]$, URLs."""
+    prev = s[a - 1] if a else " "
+    before = s[a - 2] if a >= 2 else " "
+    nxt = s[b] if b < len(s) else " "
+    after = s[b + 1] if b + 1 < len(s) else " "
+    if prev in "-+" and before.isalnum():
+        return True
+    if prev in "@^_{/=*<\\'’":
+        return True
+    if nxt in "^_}/=*'’" or (nxt == "+" and after.isdigit()):
+        return True
+    if nxt.isalpha() and not (nxt in "xX×" and not after.isalnum()) and s[b : b + 2] != "pp":
+        return True
+    left = s.rfind(" ", 0, a) + 1
+    right = s.find(" ", b)
+    token = s[left : right if right >= 0 else len(s)]
+    return any(mark in token for mark in _JUNK_TOKEN)
+
+
+def _junk_tail(s: str, b: int) -> bool:
+    """The second number of a range is junk only by what follows it ('4-13B', '3-5/8')."""
+    nxt = s[b] if b < len(s) else " "
+    after = s[b + 1] if b + 1 < len(s) else " "
+    if nxt in "^_}/=*'’" or (nxt == "+" and after.isdigit()):
+        return True
+    return nxt.isalpha() and not (nxt in "xX×" and not after.isalnum()) and s[b : b + 2] != "pp"
+
+
+def signed(s: str, a: int) -> int:
+    """Start of the number including a written sign ("+5.14"), else `a`."""
+    if a and s[a - 1] in "+−" and (a < 2 or not s[a - 2].isalnum()):
+        return a - 1
+    return a
+
+
+def unit_at(s: str, b: int) -> tuple[str | None, int, str | None]:
+    """The unit written right after a number ending at `b`, where it ends, and the metric it
+    names when it is one ('bpc')."""
+    for pattern, unit in ((_PERCENT, "%"), (_POINTS, "pp"), (_TIMES, "x")):
+        m = pattern.match(s, b)
+        if m:
+            return unit, m.end(), None
+    m = _METRIC_UNIT.match(s, b)
+    if m:
+        return m.group("unit"), m.end(), m.group("unit")
+    m = _PLAIN_POINTS.match(s, b)
+    if m:
+        return "points", m.end(), None
+    m = _MEASURE.match(s, b) or _COUNT_RESULT.match(s, b)
+    if m:
+        return m.group("unit"), m.end(), None
+    return None, b, None
+
+
+def _pair_or_range(s: str, m: re.Match[str]) -> _Item | None:
+    """'from A (down) to B' (value B) or a range 'A-B%', '4-13x' (value: the upper end B)."""
+    unit, end, metric = unit_at(s, m.end())
+    dash = _RANGE.match(s, end)
+    if dash and (unit is not None or s[end : dash.end()].strip() in {"-", "–", "−"}):
+        second = NUMBER_RE.match(s, dash.end())
+        if second and not _junk_tail(s, second.end()):
+            unit2, end2, metric2 = unit_at(s, second.end())
+            if unit2 in _RATIO_UNITS and unit in {None, unit2}:
+                start = signed(s, m.start())
+                return _Item(
+                    start, second.start(), second.end(), end2, second.group(0), unit2, metric2,
+                    True,
+                )  # fmt: skip
+    if not _FROM.search(s, max(0, m.start() - 20), m.start()):
+        return None
+    to = _TO.match(s, end)
+    second = NUMBER_RE.match(s, to.end()) if to else None
+    if second is None or junk_number(s, second.start(), second.end()):
+        return None
+    unit2, end2, metric2 = unit_at(s, second.end())
+    unit = unit2 or unit
+    if unit is None and metric2 is None and "." in second.group(0):
+        acronym = _ACRONYM_AFTER.match(s, second.end())  # "from 3.2 to 5.4 SDR"
+        if acronym:
+            metric2, end2 = acronym.group("metric"), acronym.end()
+    if (
+        unit is None
+        and metric2 is None
+        and not METRIC_CONTEXT.search(s, max(0, m.start() - 80), m.start())
+    ):
+        return None
+    start = s.rfind("from", 0, m.start())
+    return _Item(start, second.start(), second.end(), end2, second.group(0), unit, metric2, True)
+
+
+METRIC_CONTEXT = re.compile(
+    r"(?P<head>\b(?:top-\d\s+accuracy|accuracy|accurate(?:ly)?"
+    r"|AUROC|AUPRC|AUC|F1(?:[\s-]score)?|BLEU|ROUGE(?:-\w+)?|METEOR|CIDEr|perplexity|PPL|FID"
+    r"|mAP|mIoU|IoU|exact match|recall|precision|success rate|win rate|pass@\d+|error rate"
+    r"|error|WER|CER|NDCG(?:@\d+)?|MRR|correlation|agreement|reward|latency|throughput"
+    r"|memory|speed-?ups?|performance|MSE|MAE|RMSE|score|PSNR|SSIM|return|perplexities"
+    r"|Inception\s+Score|Fr[ée]chet\s+Inception\s+Distance"
+    r"|accuracies)(?:\s+scores?)?\b)",
+    _I,
+)
