@@ -14,9 +14,10 @@ import sys
 import click
 
 from pipeline import __version__
-from pipeline.config import ENV_API_KEY
+from pipeline.config import ENV_API_KEY, ENV_BASE_URL
 from pipeline.errors import PipelineError
-from pipeline.logs import setup_logging
+from pipeline.logs import redact, setup_logging
+from pipeline.redact import url_secrets
 
 # Each module registers its subcommands on `main` when imported.
 COMMAND_MODULES = ["run", "evaluate", "report", "triage", "assign"]
@@ -27,7 +28,7 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except PipelineError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {redact(str(exc))}", err=True)
             sys.exit(exc.exit_code)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
@@ -40,7 +41,8 @@ class _Group(click.Group):
 def main(verbose: int) -> None:
     """abstract-digest: research-paper abstracts into validated TL;DRs, method tags and claims."""
     level = logging.WARNING - 10 * min(verbose, 2)
-    setup_logging(level, secrets=(os.environ.get(ENV_API_KEY, ""),))
+    secrets = (os.environ.get(ENV_API_KEY, ""), *url_secrets(os.environ.get(ENV_BASE_URL)))
+    setup_logging(level, secrets=secrets)
 
 
 for _name in COMMAND_MODULES:

@@ -35,7 +35,8 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Answer:
-    """The outcome of asking one stage: a valid output or the last error, and what it cost."""
+    """The outcome of asking one stage: a valid output or the last error, and what it cost
+    (`attempts` asks, re-asks included; `requests` sent, transport retries included)."""
 
     output: dict[str, Any] | None
     error: OutputValidationError | BackendError | None
@@ -43,6 +44,15 @@ class Answer:
     attempts: int
     tokens_in: int
     tokens_out: int
+    requests: int = 0
+
+    def error_message(self) -> str:
+        """The last error, saying how many requests the stage took when that is not in it."""
+        assert self.error is not None
+        message = str(self.error)
+        if isinstance(self.error, BackendError) and self.error.attempts != self.requests:
+            message += f" ({self.requests} requests in all, re-asks included)"
+        return message
 
 
 def check_completion(stage: Stage, abstract: str, completion: Completion, max_tokens: int) -> dict:
@@ -79,8 +89,10 @@ async def ask_until_valid(
         except FatalBackendError:
             raise
         except BackendError as exc:
+            answer.requests += exc.attempts
             answer.error = exc
             break
+        answer.requests += completion.requests
         answer.tokens_in += completion.tokens_in
         answer.tokens_out += completion.tokens_out
         answer.raw = completion.content
@@ -220,7 +232,7 @@ class StageRunner:
         self, stage: Stage, abstract: Abstract, key: str, answer: Answer, provenance: Provenance
     ) -> StageResult:
         stats = self.stats.stages[stage.name]
-        stats.calls += answer.attempts
+        stats.calls += answer.requests
         stats.tokens_in += answer.tokens_in
         stats.tokens_out += answer.tokens_out
         self.progress.stage_done(
@@ -245,20 +257,21 @@ class StageRunner:
         assert error is not None
         stats.failed += 1
         stats.failure_kinds[error.kind] += 1
+        message = answer.error_message()
         self.on_error(
             ErrorRecord(
                 id=abstract.id,
                 sources=sources_of(abstract),
                 stage=stage.name,
                 kind=error.kind,
-                message=str(error),
-                attempts=answer.attempts,
+                message=message,
+                attempts=answer.requests,
                 raw=answer.raw if answer.raw is not None else error.raw,
             )
         )
         return StageResult(
             status="failed",
-            error=StageError(kind=error.kind, message=str(error)),
+            error=StageError(kind=error.kind, message=message),
             provenance=provenance,
         )
 
