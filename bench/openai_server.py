@@ -35,7 +35,10 @@ Semantics worth knowing (see ``bench/README.md`` for running it by hand):
   (the full Authorization header, and user:password decoded from a Basic one), as a
   careless proxy or debug server would; ``basic_auth`` ("user:password") requires HTTP
   Basic instead of a Bearer key; ``models`` makes ``GET /models`` misbehave (``missing``:
-  404, ``html``: a 200 web page, ``wrong_shape``: 200 JSON that is not a model list).
+  404, ``html``: a 200 web page, ``wrong_shape``: 200 JSON that is not a model list,
+  ``forbidden``: 403).
+- A chat request with no stage marker, no schema and no abstract (a client's connectivity
+  probe) is answered ``PLAIN_ANSWER`` and counted under the stage ``chat``.
 """
 
 from __future__ import annotations
@@ -84,7 +87,7 @@ PERMANENT_FAULTS = ("401", "501")
 ATTEMPT_FAULTS = TRANSPORT_FAULTS + MALFORMED_FAULTS + PERMANENT_FAULTS
 CONTENT_FAULTS = ("truncated", "schema", "ungrounded", "length", "refusal")
 FAULT_NAMES = ATTEMPT_FAULTS + CONTENT_FAULTS
-MODELS_MODES = ("ok", "missing", "html", "wrong_shape")
+MODELS_MODES = ("ok", "missing", "html", "wrong_shape", "forbidden")
 HTML_PAGE = (
     "<!DOCTYPE html>\n<html><head><title>Welcome to nginx!</title></head>"
     "<body><h1>Welcome to nginx!</h1><p>It works.</p></body></html>\n"
@@ -842,6 +845,11 @@ class OpenAIServer:
             return _Response(200, HTML_PAGE.encode(), content_type="text/html")
         if mode == "wrong_shape":
             return _json(200, {"status": "ok", "version": "1.0"})
+        if mode == "forbidden":
+            return self._echo(
+                request,
+                _error(403, "Project does not have access.", "invalid_request_error", None),
+            )
         model = {"id": self.config.model, "object": "model", "created": 0, "owned_by": "bench"}
         if path == "/models":
             return _json(200, {"object": "list", "data": [model]})

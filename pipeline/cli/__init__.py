@@ -1,7 +1,9 @@
 """The `digest` command: the only place that prints and turns errors into exit codes.
 
 Exit codes: 0 all ok; 1 some records failed (everything still written); 2 bad input or
-config; 3 the backend refused the run (bad key, unknown model); 130 interrupted.
+config; 3 the backend refused the run (bad key, unknown model); 130 interrupted; 141 stdout
+was closed before everything was printed (`digest run ... | head -1`), as a shell reports a
+command killed by SIGPIPE (SIGPIPE itself stays ignored: it would also kill on a socket).
 """
 
 from __future__ import annotations
@@ -33,6 +35,21 @@ class _Group(click.Group):
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(130)
+        except BrokenPipeError:
+            _quiet_stdout()
+            sys.exit(EXIT_BROKEN_PIPE)
+
+
+EXIT_BROKEN_PIPE = 128 + 13  # 128 + SIGPIPE
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real file (tests): nothing will be flushed to a closed pipe
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
