@@ -750,8 +750,8 @@ class OpenAIServer:
                 return
             response = await self._dispatch(request)
             if response.trickle_s is not None:
-                if not await self._trickle(reader, writer, response, request.keep_alive):
-                    return
+                await self._trickle(reader, writer, response)
+                return  # a trickled response always closes its connection
             else:
                 writer.write(response.encode(request.keep_alive))
                 await writer.drain()
@@ -759,32 +759,32 @@ class OpenAIServer:
                 return
 
     async def _trickle(
-        self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        response: _Response,
-        keep_alive: bool,
-    ) -> bool:
-        """Headers at once, then the body byte by byte; False when the client hung up."""
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, response: _Response
+    ) -> None:
+        """Headers at once, then the body byte by byte, then close; counts client hang-ups."""
         assert response.trickle_s is not None
-        writer.write(response.head(keep_alive))
-        await writer.drain()
         # The client sends nothing while it waits for this response: any read result (EOF
-        # included) means it gave up on it.
+        # included) means it gave up on it. (Closing afterwards means no byte of a next
+        # request can be lost to this read.)
         hung_up = asyncio.ensure_future(reader.read(1))
         try:
+            writer.write(response.head(keep_alive=False))
+            await writer.drain()
             for i in range(len(response.body)):
                 writer.write(response.body[i : i + 1])
                 await writer.drain()
                 if i + 1 < len(response.body):
                     done, _ = await asyncio.wait({hung_up}, timeout=response.trickle_s)
                     if done:
-                        with self._stats.lock:
-                            self._stats.trickles_cut += 1
-                        return False
+                        break
+            else:
+                return
+        except ConnectionError:
+            pass  # the client hung up before (or while) the bytes went out
         finally:
             hung_up.cancel()
-        return True
+        with self._stats.lock:
+            self._stats.trickles_cut += 1
 
     async def _dispatch(self, request: _Request) -> _Response:
         with self._stats.lock:

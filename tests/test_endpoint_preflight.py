@@ -242,3 +242,34 @@ def test_a_fully_cached_run_contacts_nobody_and_never_imports_the_sdk(tmp_path, 
     manifest = json.loads((tmp_path / "warm" / "manifest.json").read_text())
     assert manifest["status"] == "ok" and manifest["requests_sent"] == 0
     assert sum(s["cache_hits"] for s in manifest["counts"]["stages"].values()) == 3 * N
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_server_that_does_not_speak_http(tmp_path, inputs, transport):
+    """aiohttp raises its own error for a bad status line (the SDK lets it through)."""
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        for _ in range(4):
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        result = digest(tmp_path, inputs, f"http://127.0.0.1:{port}/v1", transport=transport)
+    finally:
+        listener.close()
+    line = one_error(result)
+    assert line.startswith(
+        f"error: http://127.0.0.1:{port}/v1 is not an OpenAI-compatible API"
+    ) or (line.startswith(f"error: cannot connect to http://127.0.0.1:{port}/v1: ")), line
+    fatal_manifest(tmp_path)

@@ -23,6 +23,7 @@ import random
 import socket
 import ssl
 from collections import Counter
+from collections.abc import Awaitable
 from dataclasses import replace
 from typing import Any
 
@@ -47,7 +48,12 @@ _SNIPPET = 120
 
 
 class MalformedResponse(Exception):
-    """A 200 whose body is not what the request asks for (a chat completion, a model list)."""
+    """A 200 whose body is not what the request asks for (a chat completion, a model list),
+    or (`http_200` false) an answer the HTTP client could not read at all."""
+
+    def __init__(self, message: str, *, http_200: bool = True) -> None:
+        super().__init__(message)
+        self.http_200 = http_200
 
 
 class AttemptTimedOut(Exception):
@@ -164,6 +170,9 @@ def _attempt_detail(exc: BaseException) -> str:
             return cause
         if _dropped_connection(exc):
             return "the server closed the connection without an answer"
+        root = list(_causes(exc))[-1]
+        if root is not exc:
+            return f"{exc} ({type(root).__name__}: {_one_line(root)})"
         return str(exc)
     return str(exc)
 
@@ -174,6 +183,10 @@ def _is_context_length(exc: openai.APIStatusError) -> bool:
 
 
 # --- reading bodies ---------------------------------------------------------------------
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
 
 
 def _json_type(value: Any) -> str:
@@ -275,6 +288,23 @@ def parse_model_list(body: bytes, content_type: str) -> list[str]:
 # --- the client -------------------------------------------------------------------------
 
 
+async def _bounded(request: Awaitable[Any], timeout_s: float) -> tuple[bytes, str]:
+    """(body, content type) of one SDK raw-response request, bounded as a whole."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            raw = await request
+            return raw.content, raw.headers.get("content-type", "")
+    except TimeoutError:
+        raise AttemptTimedOut(f"no complete answer within timeout_s={timeout_s:g}s") from None
+    except openai.OpenAIError:
+        raise
+    except Exception as exc:  # e.g. aiohttp's "Bad status line", which the SDK lets through
+        raise MalformedResponse(
+            f"something that is not HTTP ({type(exc).__name__}: {_one_line(exc)[:200]})",
+            http_200=False,
+        ) from exc
+
+
 def _http_client(settings: Settings):
     """aiohttp transport by default: measured 1.8x the SDK's default (httpx2) requests/s at
     high concurrency on 2 cores (bench/throughput.py); `http_transport: httpx` opts out."""
@@ -369,12 +399,9 @@ class OpenAIBackend:
 
     async def _send(self, params: dict, timeout_s: float) -> tuple[bytes, str]:
         """One POST /chat/completions, bounded as a whole by `timeout_s`: (body, content type)."""
-        try:
-            async with asyncio.timeout(timeout_s):
-                raw = await self.client.chat.completions.with_raw_response.create(**params)
-                return raw.content, raw.headers.get("content-type", "")
-        except TimeoutError:
-            raise AttemptTimedOut(f"no complete answer within timeout_s={timeout_s:g}s") from None
+        return await _bounded(
+            self.client.chat.completions.with_raw_response.create(**params), timeout_s
+        )
 
     async def complete(self, stage: Stage, abstract: str, messages: list[dict]) -> Completion:
         """One chat completion, retried on transient transport failures."""
@@ -426,7 +453,7 @@ class OpenAIBackend:
         kind = _failure_kind(exc)
         detail = _attempt_detail(exc)
         if isinstance(exc, MalformedResponse):
-            detail = f"the endpoint answered 200 with {detail}"
+            detail = f"the endpoint answered {_answered(exc)}"
         tries = "attempt" if sent == 1 else "attempts"
         return BackendError(
             self.redact(f"{kind} after {sent} {tries}: {detail}"), kind=kind, attempts=sent
@@ -477,9 +504,8 @@ class OpenAIBackend:
         (404/405/501) or with an odd one gets one tiny chat completion (max_tokens=1) instead.
         """
         try:
-            async with asyncio.timeout(PREFLIGHT_TIMEOUT_S):
-                raw = await self.client.models.with_raw_response.list(timeout=PREFLIGHT_TIMEOUT_S)
-                models = parse_model_list(raw.content, raw.headers.get("content-type", ""))
+            request = self.client.models.with_raw_response.list(timeout=PREFLIGHT_TIMEOUT_S)
+            models = parse_model_list(*await _bounded(request, PREFLIGHT_TIMEOUT_S))
         except (openai.APIStatusError, MalformedResponse) as exc:
             status = getattr(exc, "status_code", 200)
             if status in (401, 403) or (status < 500 and status not in (404, 405, 501, 200)):
@@ -489,7 +515,7 @@ class OpenAIBackend:
                 return
             log.warning("preflight: GET %s/models answered %s; going on", self.where, status)
             return
-        except (TimeoutError, openai.APIConnectionError) as exc:
+        except (AttemptTimedOut, openai.APIConnectionError) as exc:
             raise self._preflight_error(exc, "GET /models") from exc
         if models and self.settings.model not in models:
             shown = ", ".join(models[:8]) + (", ..." if len(models) > 8 else "")
@@ -534,7 +560,7 @@ class OpenAIBackend:
     ) -> str:
         where = self.where
         root = "base_url should be the server's OpenAI-compatible root, usually ending in /v1"
-        if isinstance(exc, TimeoutError | AttemptTimedOut | openai.APITimeoutError) and (
+        if isinstance(exc, AttemptTimedOut | openai.APITimeoutError) and (
             not _dropped_connection(exc)
         ):
             return (
@@ -571,7 +597,7 @@ class OpenAIBackend:
 def _answered(exc: BaseException) -> str:
     """What a request got, as the preflight message says it."""
     if isinstance(exc, MalformedResponse):
-        return f"200 with {exc}"
+        return f"200 with {exc}" if exc.http_200 else str(exc)
     if isinstance(exc, openai.APIStatusError):
         return f"{exc.status_code} ({_error_detail(exc)})"
     return str(exc)
