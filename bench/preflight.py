@@ -42,7 +42,7 @@ def _server(*args: str):
     import subprocess
 
     proc = subprocess.Popen(
-        [PYTHON, "-m", "bench.openai_server", "--answer", "stub", *args],
+        [PYTHON, "-m", "bench.openai_server", "--answer", "bench.common:bench_answer", *args],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         text=True,

@@ -9,6 +9,7 @@ test server requires that Basic header and echoes what it received in its error 
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -19,10 +20,10 @@ from test_secrets import digest_vv, files_under, leaks
 from bench.openai_server import OpenAIServer, ServerConfig
 from pipeline.cli import main
 from pipeline.config import load_settings
-from pipeline.redact import REDACTED, Redactor, basic_token, secrets_of
 
 USER, PASSWORD = "alice", "open-Sesame-8d2f4c9a"
-TOKEN = basic_token(USER, PASSWORD)
+TOKEN = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+REDACTED = "<redacted>"
 
 
 def with_credentials(base_url: str, password: str = PASSWORD) -> str:
@@ -116,6 +117,8 @@ def test_a_key_and_url_credentials_together_are_refused(tmp_path):
 
 
 def test_secrets_of_settings_cover_every_form_of_the_password():
+    from pipeline.redact import Redactor, basic_token, secrets_of
+
     settings = load_settings(
         None, env={"OPENAI_BASE_URL": f"http://{USER}:p%40ss%2Fw0rd-x@host:8000/v1"}
     )

@@ -23,7 +23,7 @@ from bench.openai_server import (
     request_key,
     unit_draw,
 )
-from pipeline.backends.openai_backend import OpenAIBackend, parse_completion
+from pipeline.backends.openai_backend import OpenAIBackend
 from pipeline.cli import main
 
 N = 8
@@ -132,6 +132,8 @@ def test_a_malformed_200_then_a_clean_one_is_ok(tmp_path, answer, transport):
 
 
 def test_parse_completion_reads_lenient_but_sane_bodies():
+    from pipeline.backends.openai_backend import parse_completion
+
     minimal = json.dumps({"choices": [{"message": {"content": "{}"}}]}).encode()
     completion = parse_completion(minimal, "application/json; charset=utf-8")
     assert (completion.content, completion.finish_reason, completion.tokens_in) == ("{}", None, 0)

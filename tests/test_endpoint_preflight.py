@@ -82,7 +82,7 @@ def test_no_key_for_api_openai_com_refuses_at_once(tmp_path, inputs):
         "error: no API key for https://api.openai.com/v1: export OPENAI_API_KEY=sk-... "
         "(or point --base-url at a local server, or use --provider offline)"
     )
-    fatal_manifest(tmp_path)
+    assert not (tmp_path / "run").exists()  # refused before the inputs were even read
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from pipeline.backends import check_openai_settings
 from pipeline.cli import main
 from pipeline.cli.options import describe_backend, run_options, settings_from_flags
 from pipeline.cli.progress import BarProgress
@@ -39,6 +40,8 @@ def run_command(
 
     settings = settings_from_flags(config_path, no_progress, flags)
     click.echo(describe_backend(settings), err=True)
+    if settings.resolved_provider == "openai":
+        check_openai_settings(settings)  # e.g. no key for api.openai.com: before any input
     ingest = read_inputs(list(paths), stream=True)
     run_dir = new_run_dir(settings)
     report = HtmlReportSink(
