@@ -31,6 +31,8 @@ def public_url(url: str) -> str:
     """`url` without user:password (and with a trailing slash dropped): safe to print and store."""
     parts = urlsplit(url.strip())
     host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"  # an IPv6 literal keeps its brackets
     if parts.port is not None:
         host = f"{host}:{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), parts.query, ""))

@@ -37,7 +37,8 @@ FAILURE_KINDS: dict[FailureKind, str] = {
     "server_error": "5xx after every transport retry",
     "http_408": "408 Request Timeout after every transport retry",
     "http_409": "409 Conflict after every transport retry",
-    "timeout": "the request timed out after every transport retry",
+    "timeout": "no complete answer within timeout_s (each attempt as a whole, connect to last "
+    "byte) after every transport retry",
     "connection": "the connection failed or dropped after every transport retry",
     "context_length": "the endpoint said the abstract is too long for the model (400); not retried",
     "malformed_response": "a 200 whose body is not a chat completion (an HTML page, not JSON or "

@@ -127,6 +127,8 @@ def test_secrets_of_settings_cover_every_form_of_the_password():
         assert redact(f"echo: {form}!") == f"echo: {REDACTED}!"
     assert settings.public_dict()["base_url"] == "http://host:8000/v1"
     assert settings.endpoint == "http://host:8000/v1"
+    ipv6 = load_settings(None, env={"OPENAI_BASE_URL": "http://bob:pw-123456789@[::1]:8000/v1/"})
+    assert ipv6.endpoint == "http://[::1]:8000/v1"
     # A short secret is masked as a word only, so prose around it survives.
     short = Redactor(["pw12"])
     assert short("pw12 and pw123 and xpw12") == f"{REDACTED} and pw123 and xpw12"
