@@ -26,12 +26,27 @@ Semantics worth knowing (see ``bench/README.md`` for running it by hand):
   A ``script`` overrides all of that for the first ``len(script)`` admitted requests.
 - A stall holds the request ``stall_s`` seconds and then closes the connection without a
   response; a drop closes it right after ``latency``. Neither appears in ``by_status``.
+- A trickle sends the status line and headers at once and then the (clean) body one byte
+  every ``trickle_s`` seconds; ``trickles_cut`` counts trickles the client hung up on.
+- Malformed 200s (``MALFORMED_FAULTS``) and a 501 are drawn per attempt like transport
+  faults: an HTML page, a body that is not JSON, a truncated JSON body, a JSON array,
+  ``message: null``, non-numeric ``usage``, ``choices: []``.
+- ``echo_credentials`` makes every error body quote the credentials the request carried
+  (the full Authorization header, and user:password decoded from a Basic one), as a
+  careless proxy or debug server would; ``basic_auth`` ("user:password") requires HTTP
+  Basic instead of a Bearer key; ``models`` makes ``GET /models`` misbehave (``missing``:
+  404, ``html``: a 200 web page, ``wrong_shape``: 200 JSON that is not a model list,
+  ``forbidden``: 403).
+- A chat request with no stage marker, no schema and no abstract (a client's connectivity
+  probe) is answered ``PLAIN_ANSWER`` and counted under the stage ``chat``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
+import binascii
 import contextlib
 import hashlib
 import importlib
@@ -55,12 +70,34 @@ AnswerFn = Callable[[str, str], dict[str, Any]]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
-TRANSPORT_FAULTS = ("429", "500", "503", "stall", "drop")
+TRANSPORT_FAULTS = ("429", "500", "503", "stall", "drop", "trickle")
+# 200 responses no client can read as a chat completion.
+MALFORMED_FAULTS = (
+    "html",
+    "not_json",
+    "truncated_body",
+    "json_array",
+    "null_message",
+    "bad_usage",
+    "no_choices",
+)
+# Statuses no retry helps: a key revoked mid-run, a request shape the server cannot do.
+PERMANENT_FAULTS = ("401", "501")
+# Drawn per attempt, from one partition (their rates add up to at most 1).
+ATTEMPT_FAULTS = TRANSPORT_FAULTS + MALFORMED_FAULTS + PERMANENT_FAULTS
 CONTENT_FAULTS = ("truncated", "schema", "ungrounded", "length", "refusal")
-FAULT_NAMES = TRANSPORT_FAULTS + CONTENT_FAULTS
+FAULT_NAMES = ATTEMPT_FAULTS + CONTENT_FAULTS
+MODELS_MODES = ("ok", "missing", "html", "wrong_shape", "forbidden")
+HTML_PAGE = (
+    "<!DOCTYPE html>\n<html><head><title>Welcome to nginx!</title></head>"
+    "<body><h1>Welcome to nginx!</h1><p>It works.</p></body></html>\n"
+)
 REFUSAL_TEXT = "I can't help with that."
 UNGROUNDED_TAG = "hallucinated-method"
 WINDOW_S = 60.0
+# The stage name of a plain chat request (no stage marker, no abstract) and its answer.
+PLAIN_CHAT = "chat"
+PLAIN_ANSWER = "OK"
 
 _STAGE_RE = re.compile(r"\(name: (\w+)\)")
 _ABSTRACT_RE = re.compile(r"<abstract>(.*?)</abstract>", re.DOTALL)
@@ -73,10 +110,12 @@ _REASONS = {
     401: "Unauthorized",
     404: "Not Found",
     405: "Method Not Allowed",
+    403: "Forbidden",
     413: "Payload Too Large",
     429: "Too Many Requests",
     431: "Request Header Fields Too Large",
     500: "Internal Server Error",
+    501: "Not Implemented",
     503: "Service Unavailable",
 }
 
@@ -101,6 +140,10 @@ class ServerConfig:
     self_correct: bool = True
     script: tuple[str, ...] = ()
     idle_timeout_s: float = 75.0
+    trickle_s: float = 1.0
+    echo_credentials: bool = False
+    basic_auth: str | None = None
+    models: str = "ok"
 
     def __post_init__(self) -> None:
         unknown = set(self.faults) - set(FAULT_NAMES)
@@ -108,7 +151,7 @@ class ServerConfig:
             raise ValueError(f"unknown faults {sorted(unknown)}; known: {FAULT_NAMES}")
         if any(not 0.0 <= r <= 1.0 for r in self.faults.values()):
             raise ValueError("fault rates must be in [0, 1]")
-        for group in (TRANSPORT_FAULTS, CONTENT_FAULTS):
+        for group in (ATTEMPT_FAULTS, CONTENT_FAULTS):
             if sum(self.faults.get(n, 0.0) for n in group) > 1.0 + 1e-9:
                 raise ValueError(f"rates of {group} add up to more than 1")
         bad = [s for s in self.script if s != "ok" and s not in FAULT_NAMES]
@@ -120,6 +163,12 @@ class ServerConfig:
                 raise ValueError(f"{name} must be >= 1 or None")
         if self.latency < 0 or self.latency_jitter < 0 or self.stall_s < 0:
             raise ValueError("latency, latency_jitter and stall_s must be >= 0")
+        if self.trickle_s <= 0:
+            raise ValueError("trickle_s must be > 0")
+        if self.models not in MODELS_MODES:
+            raise ValueError(f"models must be one of {MODELS_MODES}")
+        if self.basic_auth is not None and (":" not in self.basic_auth or self.api_key):
+            raise ValueError("basic_auth is 'user:password', and excludes api_key")
         # Copy the mutable inputs so a caller's later edits cannot reach a running server.
         object.__setattr__(self, "faults", dict(self.faults))
         object.__setattr__(self, "script", tuple(self.script))
@@ -206,6 +255,26 @@ def parse_chat(body: Any) -> ChatRequest:
     )
 
 
+def plain_chat(body: Any) -> ChatRequest | None:
+    """A chat request that is not a pipeline stage (no stage marker, no schema, no abstract),
+    like a client's connectivity probe; it is answered with ``PLAIN_ANSWER``."""
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        return None
+    messages = [m for m in body["messages"] if isinstance(m, dict)]
+    text = "".join(_text_of(m) for m in messages)
+    response_format = body.get("response_format")
+    schema = isinstance(response_format, dict) and response_format.get("type") == "json_schema"
+    if not messages or schema or _STAGE_RE.search(text) or "<abstract>" in text:
+        return None
+    return ChatRequest(
+        model=str(body.get("model") or ""),
+        stage=PLAIN_CHAT,
+        abstract=text,
+        is_reask=False,
+        prompt_chars=len(text),
+    )
+
+
 def _stage_of(response_format: Any, messages: list[dict[str, Any]]) -> str:
     if isinstance(response_format, dict) and response_format.get("type") == "json_schema":
         name = (response_format.get("json_schema") or {}).get("name")
@@ -277,6 +346,28 @@ def fault_message(
     if fault == "ungrounded":
         return json.dumps(unground(stage, abstract, answer)), None, "stop"
     return content, None, "stop"
+
+
+def malform(fault: str, response: _Response) -> _Response:
+    """A clean completion response turned into one of the ``MALFORMED_FAULTS`` shapes."""
+    if fault == "html":
+        return _Response(200, HTML_PAGE.encode(), content_type="text/html")
+    if fault == "not_json":
+        return _Response(200, b"upstream answered: OK (not JSON)", response.headers)
+    if fault == "truncated_body":
+        return _Response(200, response.body[: len(response.body) // 2], response.headers)
+    payload = json.loads(response.body)
+    if fault == "json_array":
+        return _json(200, [payload], response.headers)
+    if fault == "null_message":
+        payload["choices"][0]["message"] = None
+    elif fault == "bad_usage":
+        payload["usage"] = {"prompt_tokens": "n/a", "completion_tokens": "many"}
+    elif fault == "no_choices":
+        payload["choices"] = []
+    else:
+        raise ValueError(f"not a malformed fault: {fault!r}")
+    return _json(200, payload, response.headers)
 
 
 # --- answers ------------------------------------------------------------------------------
@@ -383,6 +474,7 @@ class _Stats:
         self.arrivals = array("d")
         self.admitted = array("d")
         self.prompt_tokens = self.completion_tokens = 0
+        self.trickles_cut = 0
 
     def snapshot(self) -> dict[str, Any]:
         with self.lock:
@@ -404,6 +496,7 @@ class _Stats:
                 "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens,
                 "total_tokens": self.prompt_tokens + self.completion_tokens,
+                "trickles_cut": self.trickles_cut,
             }
 
 
@@ -424,16 +517,21 @@ class _Response:
     status: int
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
+    content_type: str = "application/json"
+    trickle_s: float | None = None  # send the body one byte per this many seconds
 
-    def encode(self, keep_alive: bool) -> bytes:
-        head = [
+    def head(self, keep_alive: bool) -> bytes:
+        lines = [
             f"HTTP/1.1 {self.status} {_REASONS.get(self.status, 'Unknown')}",
-            "content-type: application/json",
+            f"content-type: {self.content_type}",
             f"content-length: {len(self.body)}",
             f"connection: {'keep-alive' if keep_alive else 'close'}",
             *(f"{k}: {v}" for k, v in self.headers.items()),
         ]
-        return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + self.body
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+    def encode(self, keep_alive: bool) -> bytes:
+        return self.head(keep_alive) + self.body
 
 
 class _Drop(Exception):
@@ -651,10 +749,42 @@ class OpenAIServer:
             if request is None:
                 return
             response = await self._dispatch(request)
-            writer.write(response.encode(request.keep_alive))
-            await writer.drain()
+            if response.trickle_s is not None:
+                await self._trickle(reader, writer, response)
+                return  # a trickled response always closes its connection
+            else:
+                writer.write(response.encode(request.keep_alive))
+                await writer.drain()
             if not request.keep_alive:
                 return
+
+    async def _trickle(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, response: _Response
+    ) -> None:
+        """Headers at once, then the body byte by byte, then close; counts client hang-ups."""
+        assert response.trickle_s is not None
+        # The client sends nothing while it waits for this response: any read result (EOF
+        # included) means it gave up on it. (Closing afterwards means no byte of a next
+        # request can be lost to this read.)
+        hung_up = asyncio.ensure_future(reader.read(1))
+        try:
+            writer.write(response.head(keep_alive=False))
+            await writer.drain()
+            for i in range(len(response.body)):
+                writer.write(response.body[i : i + 1])
+                await writer.drain()
+                if i + 1 < len(response.body):
+                    done, _ = await asyncio.wait({hung_up}, timeout=response.trickle_s)
+                    if done:
+                        break
+            else:
+                return
+        except ConnectionError:
+            pass  # the client hung up before (or while) the bytes went out
+        finally:
+            hung_up.cancel()
+        with self._stats.lock:
+            self._stats.trickles_cut += 1
 
     async def _dispatch(self, request: _Request) -> _Response:
         with self._stats.lock:
@@ -666,6 +796,8 @@ class OpenAIServer:
                 return _error(405, "use POST", "invalid_request_error", "method_not_allowed")
             return await self._chat(request)
         if path == "/models" or path.startswith("/models/"):
+            if request.method != "GET":
+                return _error(405, "use GET", "invalid_request_error", "method_not_allowed")
             return self._models(request, path)
         if path == "/_bench/stats":
             return _json(200, self.stats())
@@ -674,17 +806,50 @@ class OpenAIServer:
         )
 
     def _auth_error(self, request: _Request) -> _Response | None:
-        expected = self.config.api_key
-        if expected is None or request.headers.get("authorization") == f"Bearer {expected}":
+        cfg = self.config
+        header = request.headers.get("authorization", "")
+        if cfg.basic_auth is not None:
+            if header == "Basic " + base64.b64encode(cfg.basic_auth.encode()).decode():
+                return None
+            message = "Incorrect user name or password."
+        elif cfg.api_key is None or header == f"Bearer {cfg.api_key}":
             return None
-        given = request.headers.get("authorization", "").removeprefix("Bearer ")
-        masked = f"{given[:3]}...{given[-4:]}" if len(given) > 8 else "***"
-        message = f"Incorrect API key provided: {masked}."
-        return _error(401, message, "invalid_request_error", "invalid_api_key")
+        else:
+            given = header.removeprefix("Bearer ")
+            masked = f"{given[:3]}...{given[-4:]}" if len(given) > 8 else "***"
+            message = f"Incorrect API key provided: {given if cfg.echo_credentials else masked}."
+        return self._echo(request, _error(401, message, "invalid_request_error", "invalid_api_key"))
+
+    def _echo(self, request: _Request, response: _Response) -> _Response:
+        """With ``echo_credentials``, an error body that quotes the request's credentials."""
+        if not self.config.echo_credentials or response.status < 400:
+            return response
+        header = request.headers.get("authorization", "")
+        echoed = f" (request had Authorization: {header!r}"
+        if header.startswith("Basic "):
+            with contextlib.suppress(binascii.Error, UnicodeDecodeError):
+                echoed += f", credentials {base64.b64decode(header[6:]).decode()!r}"
+        payload = json.loads(response.body)
+        payload["error"]["message"] += echoed + ")"
+        return _json(response.status, payload, response.headers)
 
     def _models(self, request: _Request, path: str) -> _Response:
         if (denied := self._auth_error(request)) is not None:
             return denied
+        mode = self.config.models
+        if mode == "missing":
+            return _error(
+                404, f"Unknown request URL: {request.path}", "invalid_request_error", None
+            )
+        if mode == "html":
+            return _Response(200, HTML_PAGE.encode(), content_type="text/html")
+        if mode == "wrong_shape":
+            return _json(200, {"status": "ok", "version": "1.0"})
+        if mode == "forbidden":
+            return self._echo(
+                request,
+                _error(403, "Project does not have access.", "invalid_request_error", None),
+            )
         model = {"id": self.config.model, "object": "model", "created": 0, "owned_by": "bench"}
         if path == "/models":
             return _json(200, {"object": "list", "data": [model]})
@@ -709,6 +874,7 @@ class OpenAIServer:
             s.in_flight_max = max(s.in_flight_max, s.in_flight)
         try:
             response = await self._chat_response(request, now)  # _Drop propagates: no status
+            response = self._echo(request, response)
         finally:
             with self._stats.lock:
                 self._stats.in_flight -= 1
@@ -720,8 +886,12 @@ class OpenAIServer:
         if (denied := self._auth_error(request)) is not None:
             return denied
         try:
-            chat = parse_chat(json.loads(request.body))
-            answer, content = self._answer(chat.stage, chat.abstract)
+            body = json.loads(request.body)
+            chat = plain_chat(body) or parse_chat(body)
+            if chat.stage == PLAIN_CHAT:
+                answer, content = {}, PLAIN_ANSWER
+            else:
+                answer, content = self._answer(chat.stage, chat.abstract)
         except ValueError as exc:  # includes JSONDecodeError and unknown stages
             return _error(400, str(exc), "invalid_request_error", None)
         except Exception as exc:  # a broken answer_fn is the server's fault, not the client's
@@ -733,10 +903,17 @@ class OpenAIServer:
         key = request_key(chat.stage, chat.abstract)
         attempt, fault = self._admit(key, chat)
         await self._delay(fault, key, attempt)
-        if fault in ("429", "500", "503"):
+        if fault in ("429", "500", "503", *PERMANENT_FAULTS):
             return self._fault_error(fault)
+        if chat.stage == PLAIN_CHAT and fault in CONTENT_FAULTS:
+            fault = None
         message = fault_message(fault, chat.stage, chat.abstract, answer, content)
-        return self._completion(chat, key, attempt, prompt_tokens, *message)
+        response = self._completion(chat, key, attempt, prompt_tokens, *message)
+        if fault == "trickle":
+            response.trickle_s = self.config.trickle_s
+        elif fault in MALFORMED_FAULTS:
+            return malform(fault, response)
+        return response
 
     def _answer(self, stage: str, abstract: str) -> tuple[dict[str, Any], str]:
         # answer_fn is assumed deterministic, so retries and re-asks reuse the first answer.
@@ -786,7 +963,7 @@ class OpenAIServer:
             return None if cfg.script[index] == "ok" else cfg.script[index]
         if cfg.max_faults_per_key is not None and faulted >= cfg.max_faults_per_key:
             return None
-        fault = _pick(unit_draw(cfg.seed, key, attempt, "transport"), cfg.faults, TRANSPORT_FAULTS)
+        fault = _pick(unit_draw(cfg.seed, key, attempt, "transport"), cfg.faults, ATTEMPT_FAULTS)
         if fault is not None:
             return fault
         if cfg.self_correct:
@@ -834,6 +1011,17 @@ class OpenAIServer:
             )
         if fault == "503":
             return _error(503, "The server is overloaded (injected).", "server_error", None)
+        if fault == "401":
+            return _error(
+                401,
+                "The API key was revoked (injected).",
+                "invalid_request_error",
+                "invalid_api_key",
+            )
+        if fault == "501":
+            return _error(
+                501, "response_format is not implemented (injected).", "server_error", None
+            )
         return _error(
             500, "The server had an error processing your request (injected).", "server_error", None
         )
@@ -899,6 +1087,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fault", type=_fault_arg, action="append", default=[], metavar="NAME=RATE")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--stall-s", type=float, default=30.0)
+    p.add_argument("--trickle-s", type=float, default=1.0, help="seconds per byte of a trickle")
+    p.add_argument("--echo-credentials", action="store_true", help="quote them in error bodies")
+    p.add_argument("--basic-auth", metavar="USER:PASSWORD", help="require HTTP Basic auth")
+    p.add_argument("--models", choices=MODELS_MODES, default="ok", help="GET /models behaviour")
     p.add_argument("--retry-after-s", type=float, default=1.0, help="for injected 429s")
     p.add_argument("--max-faults-per-key", type=int)
     p.add_argument("--no-self-correct", action="store_true", help="fault re-asks too")
@@ -924,6 +1116,10 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         faults=dict(args.fault),
         seed=args.seed,
         stall_s=args.stall_s,
+        trickle_s=args.trickle_s,
+        echo_credentials=args.echo_credentials,
+        basic_auth=args.basic_auth,
+        models=args.models,
         retry_after_s=args.retry_after_s,
         max_faults_per_key=args.max_faults_per_key,
         self_correct=not args.no_self_correct,

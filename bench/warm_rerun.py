@@ -2,11 +2,17 @@
 
     python -m bench.warm_rerun            # 10k abstracts: prime (~30 s) + 3 timed runs (~15 s)
     python -m bench.warm_rerun -n 2000    # smaller
+    python -m bench.warm_rerun -n 1000 --provider openai   # the openai backend, fully cached
 
 The cache is primed with the offline backend into a fresh folder under $TMPDIR. Then
 the whole CLI process (`digest run --provider offline --no-progress`) is timed, wall clock,
 and compared with a bare `json.loads` pass over the same cache files (as its own process,
 and the loop alone). One more, instrumented run splits the time into phases.
+
+With `--provider openai` the cache is primed through the local bench server, which is then
+stopped: the timed runs point at a base_url where nothing listens, so they succeed only if
+a fully cached run sends no request at all (no preflight either). The table then adds how
+long `import openai` takes in a bare process, the cost a warm rerun no longer pays.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import time
 
 from bench.common import (
     PYTHON,
+    Server,
     bench_dir,
     digest_cmd,
     machine_note,
@@ -46,18 +53,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-n", "--abstracts", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=3, help="timed runs (the median is reported)")
     parser.add_argument("--target", type=float, default=3.0, help="seconds")
+    parser.add_argument("--provider", choices=["offline", "openai"], default="offline")
     args = parser.parse_args(argv)
     n = args.abstracts
 
     work = bench_dir("warm_rerun")
     inputs = write_jsonl(work / f"abstracts-{n}.jsonl", n)
-    cache = work / f"cache-{n}"
+    cache = work / f"cache-{n}-{args.provider}"
     print(machine_note())
-    common = ["--provider", "offline", "--cache-dir", cache, "--no-progress"]
+    common = ["--provider", args.provider, "--cache-dir", cache, "--no-progress"]
 
     started = time.perf_counter()
     shutil.rmtree(cache, ignore_errors=True)  # only this run's records, so both sides read the same
-    prime = run_child(digest_cmd("run", inputs, *common, "--out", work / "prime"))
+    shutil.rmtree(work / "prime", ignore_errors=True)
+    if args.provider == "openai":
+        with Server() as server:  # stopped before the timed runs: nothing listens there then
+            common += ["--base-url", server.base_url, "--model", "bench-model"]
+            prime = run_child(digest_cmd("run", inputs, *common, "--out", work / "prime"))
+    else:
+        prime = run_child(digest_cmd("run", inputs, *common, "--out", work / "prime"))
     if prime.returncode != 0:
         print(prime.stdout, prime.stderr)
         return 1
@@ -80,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     lines, loop_s = bare[0].stdout.split()
     loop = min(float(b.stdout.split()[1]) for b in bare)
     startup = min(run_child([PYTHON, "-c", "pass"]).wall for _ in range(3))
+    import_openai = min(run_child([PYTHON, "-c", "import openai"]).wall for _ in range(3))
 
     phases_path = work / "phases.json"
     shutil.rmtree(work / "run-phases", ignore_errors=True)
@@ -92,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     bare_wall = statistics.median(b.wall for b in bare)
     size_mb = sum((cache / f).stat().st_size for f in cache.iterdir()) / 2**20
     print(
-        f"\n### Warm rerun: {n} abstracts, all {3 * n} stage results cached ({size_mb:.0f} MB cache)\n"
+        f"\n### Warm rerun ({args.provider}): {n} abstracts, all {3 * n} stage results cached "
+        f"({size_mb:.0f} MB cache)\n"
     )
     rows = [
         (
@@ -120,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{loop / bare_wall:.2f}x",
         ),
         ("`python -c pass` (interpreter startup)", f"{startup:.2f}", "", "", "", ""),
+        ("`python -c 'import openai'`", f"{import_openai:.2f}", "", "", "", ""),
     ]
     print(
         md_table(

@@ -9,7 +9,15 @@ from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from pipeline.errors import ConfigError
 from pipeline.pricing import Price, price_for
@@ -24,6 +32,8 @@ def public_url(url: str) -> str:
     """`url` without user:password (and with a trailing slash dropped): safe to print and store."""
     parts = urlsplit(url.strip())
     host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"  # an IPv6 literal keeps its brackets
     if parts.port is not None:
         host = f"{host}:{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), parts.query, ""))
@@ -81,6 +91,35 @@ class Settings(BaseModel):
             raise ValueError("at least one stage is required")
         return tuple(s for s in known if s in value)
 
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        # Messages never quote the URL: it may carry a password.
+        try:
+            parts = urlsplit(value.strip())
+            parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+        except ValueError:
+            raise ValueError("not a valid URL (check the port)") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(
+                "an http:// or https:// URL with a host, e.g. http://localhost:8000/v1"
+            )
+        return value.strip()
+
+    @model_validator(mode="after")
+    def _one_authorization(self) -> Settings:
+        # A user:password in base_url is sent as HTTP Basic auth; the key as a Bearer token.
+        # Both travel in the one Authorization header, so they cannot be combined.
+        if self.api_key is not None and self.base_url and urlsplit(self.base_url).username:
+            raise ValueError(
+                "base_url carries a user:password and OPENAI_API_KEY is set too; an endpoint "
+                "reads one Authorization header: use the key (Bearer) or the URL credentials "
+                "(HTTP Basic, for a proxy), not both"
+            )
+        return self
+
     @property
     def resolved_provider(self) -> Literal["openai", "offline"]:
         """`auto` becomes `openai` when a key or base_url is configured, else `offline`."""
@@ -120,6 +159,8 @@ class Settings(BaseModel):
     def public_dict(self) -> dict[str, Any]:
         """Settings for the manifest: no secrets, paths as strings."""
         data = self.model_dump(mode="json", exclude={"api_key"})
+        if self.base_url:
+            data["base_url"] = public_url(self.base_url)  # never a user:password
         data["resolved_provider"] = self.resolved_provider
         data["api_key_set"] = self.api_key is not None
         return data

@@ -20,13 +20,14 @@ FailureKind = Literal[
     "timeout",
     "connection",
     "context_length",
+    "malformed_response",
     "backend",
 ]
 
 # One line per kind: what happened and whether it was retried (README's table is tested
 # against this, so the two cannot drift).
 FAILURE_KINDS: dict[FailureKind, str] = {
-    "empty": "the answer had no content (empty string, no choices); re-asked",
+    "empty": "the answer had no content (empty or null `content`, and no refusal); re-asked",
     "invalid_json": "the answer is not valid JSON; re-asked with the parse error",
     "schema": "the JSON does not fit the stage's schema; re-asked with the validation error",
     "ungrounded": "the answer states what the abstract does not (evidence not in the "
@@ -37,9 +38,13 @@ FAILURE_KINDS: dict[FailureKind, str] = {
     "server_error": "5xx after every transport retry",
     "http_408": "408 Request Timeout after every transport retry",
     "http_409": "409 Conflict after every transport retry",
-    "timeout": "the request timed out after every transport retry",
+    "timeout": "no complete answer within timeout_s (each attempt as a whole, connect to last "
+    "byte) after every transport retry",
     "connection": "the connection failed or dropped after every transport retry",
     "context_length": "the endpoint said the abstract is too long for the model (400); not retried",
+    "malformed_response": "a 200 whose body is not a chat completion (an HTML page, not JSON or "
+    "cut off, a JSON array, `message: null`, non-numeric `usage`, no choices) after every "
+    "transport retry",
     "backend": "any other backend failure for this request; not retried",
 }
 assert set(FAILURE_KINDS) == set(get_args(FailureKind))
@@ -97,14 +102,21 @@ class OutputValidationError(PipelineError):
 
 
 class BackendError(PipelineError):
-    """A backend call that failed for a reason other than the content of its answer."""
+    """A backend call that failed for a reason other than the content of its answer;
+    `attempts` is how many requests it sent (transport retries included)."""
 
     def __init__(
-        self, message: str, *, kind: FailureKind = "backend", raw: str | None = None
+        self,
+        message: str,
+        *,
+        kind: FailureKind = "backend",
+        raw: str | None = None,
+        attempts: int = 1,
     ) -> None:
         super().__init__(message)
         self.kind: FailureKind = kind
         self.raw = raw
+        self.attempts = attempts
 
 
 class FatalBackendError(BackendError):

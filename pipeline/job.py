@@ -31,7 +31,7 @@ from pipeline.ingest import MAX_IGNORED_LISTED, Abstract, IngestResult
 from pipeline.limits import Limiter
 from pipeline.prompts import content_hash
 from pipeline.rundir import Manifest, RunWriter, SummaryRecord
-from pipeline.rundir.models import Counts, RunStatus, TaxonomyRef, Tokens
+from pipeline.rundir.models import Counts, RunStatus, StageCounts, TaxonomyRef, Tokens
 from pipeline.schemas import SCHEMA_VERSION
 from pipeline.stages import Stage, build_stages
 from pipeline.taxonomy import Taxonomy, load_taxonomy
@@ -102,9 +102,22 @@ class _Run:
             sink.add(record)
         self.progress.record_done()
 
+    def stage_counts(self) -> dict[str, StageCounts]:
+        """Per-stage counts; requests as the backend counted them when it does (exact even
+        for requests a fatal error or an interrupt cut short)."""
+        counts = {name: s.counts() for name, s in self.stats.stages.items()}
+        sent = getattr(self.backend, "requests_sent", None)
+        if sent is not None:
+            retries = getattr(self.backend, "retries_by_stage", {})
+            for name, c in counts.items():
+                c.backend_calls = sent.get(name, 0)
+                c.transport_retries = retries.get(name, 0)
+        return counts
+
     def manifest(self, status: RunStatus) -> Manifest:
         stats = self.stats
         backend = self.backend
+        stages = self.stage_counts()
         return Manifest(
             version=__version__,
             status=status,
@@ -122,11 +135,12 @@ class _Run:
                 skipped_inputs=len(self.ingest.skipped),
                 records_written=stats.records,
                 records_with_failures=stats.records_failed,
-                stages={name: s.counts() for name, s in stats.stages.items()},
+                stages=stages,
             ),
             tokens=Tokens.model_validate(
                 {"in": stats.tokens_in, "out": stats.tokens_out, "cached": stats.tokens_cached}
             ),
+            requests_sent=sum(c.backend_calls for c in stages.values()),
             transport_retries=getattr(backend, "transport_retries", 0),
             rate_limit_pauses=self.limiter.backoffs if self.limiter else 0,
             skipped_inputs=self.ingest.skipped[:100],

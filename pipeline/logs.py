@@ -1,5 +1,9 @@
 """Logging setup for the CLI: one stderr handler at the level -v/-vv ask for, secrets redacted.
 
+The secrets are those of the process (the key and base_url password from the environment at
+start-up, then those of the settings a command loads: `add_secrets`); `redact` applies the
+same masking to the CLI's own messages.
+
 A library may call `logging.basicConfig()` while being imported (absl does, through
 rouge-score), which turns a later `basicConfig(level=...)` into a no-op: -v/-vv would
 silently do nothing and lines could print twice. So the handler is installed explicitly,
@@ -9,29 +13,39 @@ replacing such a default handler, and it writes to whatever `sys.stderr` is at t
 from __future__ import annotations
 
 import logging
-import re
 import sys
 
+from pipeline.redact import REDACTED, Redactor
 from pipeline.text import terminal_safe
 
+__all__ = ["REDACTED", "RedactSecrets", "add_secrets", "redact", "setup_logging"]
+
 FORMAT = "%(levelname)s %(name)s: %(message)s"
-REDACTED = "<redacted>"
-# OpenAI-style keys (sk-..., sk-proj-...) and bearer tokens, wherever they appear in a message.
-_SECRET_RE = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}|(?i:bearer\s+)[A-Za-z0-9_\-.=]{8,}")
+# The process's secrets: every log record and every CLI message goes through it.
+_PROCESS_REDACTOR = Redactor()
+
+
+def add_secrets(*secrets: str) -> None:
+    """Mask these secrets too, in log records and in `redact`, from now on."""
+    _PROCESS_REDACTOR.add(*secrets)
+
+
+def redact(text: str) -> str:
+    """`text` with the process's secrets (and anything key-shaped) masked."""
+    return _PROCESS_REDACTOR(text)
 
 
 class RedactSecrets(logging.Filter):
     """Masks API keys (the configured ones and anything shaped like one) in every record."""
 
-    def __init__(self, secrets: tuple[str, ...] = ()) -> None:
+    def __init__(self, secrets: tuple[str, ...] = (), redactor: Redactor | None = None) -> None:
         super().__init__()
-        self.secrets = tuple(s for s in secrets if s)
+        self.redactor = redactor or Redactor()
+        self.redactor.add(*secrets)
 
     def redact(self, text: str) -> str:
         """`text` with every secret replaced by a marker."""
-        for secret in self.secrets:
-            text = text.replace(secret, REDACTED)
-        return _SECRET_RE.sub(REDACTED, text)
+        return self.redactor(text)
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
@@ -78,6 +92,7 @@ def setup_logging(level: int, secrets: tuple[str, ...] = ()) -> None:
             root.removeHandler(handler)
     handler = _StderrHandler()
     handler.setFormatter(logging.Formatter(FORMAT))
-    handler.addFilter(RedactSecrets(secrets))
+    add_secrets(*secrets)
+    handler.addFilter(RedactSecrets(redactor=_PROCESS_REDACTOR))
     root.addHandler(handler)
     root.setLevel(level)

@@ -20,6 +20,7 @@ from synthetic import write_abstracts
 
 from bench.openai_server import (
     CONTENT_FAULTS,
+    MALFORMED_FAULTS,
     TRANSPORT_FAULTS,
     OpenAIServer,
     ServerConfig,
@@ -43,7 +44,12 @@ TRANSIENT_KIND = {
     "503": "server_error",
     "stall": "timeout",
     "drop": "connection",
+    "trickle": "timeout",  # timeout_s bounds the whole request, not each read
+    **dict.fromkeys(MALFORMED_FAULTS, "malformed_response"),
 }
+TRANSIENT_FAULTS = TRANSPORT_FAULTS + MALFORMED_FAULTS
+# A trickle sends a byte every TRICKLE_S, well inside the timeout a per-read limit would use.
+TRICKLE_S = 0.05
 CONTENT_KIND = {
     "truncated": "invalid_json",  # JSON cut in the middle, finish_reason=stop
     "schema": "schema",
@@ -60,7 +66,7 @@ CONTENT_STAGES = {
     "length": ("tldr",),
     "refusal": ("tldr",),
 }
-assert set(TRANSIENT_KIND) == set(TRANSPORT_FAULTS) and set(CONTENT_KIND) == set(CONTENT_FAULTS)
+assert set(TRANSIENT_KIND) == set(TRANSIENT_FAULTS) and set(CONTENT_KIND) == set(CONTENT_FAULTS)
 
 
 @functools.cache
@@ -154,38 +160,59 @@ def assert_counts_add_up(manifest: dict, summaries: list[dict], errors: list[dic
     assert manifest["status"] == ("ok" if not errors else "failed")
 
 
-@pytest.mark.parametrize("fault", TRANSPORT_FAULTS)
+@pytest.mark.parametrize("fault", TRANSIENT_FAULTS)
 def test_transient_faults_end_all_ok_with_one_retry_per_fault(tmp_path, inputs, fault):
     config = ServerConfig(
-        faults={fault: RATE}, seed=SEED, max_faults_per_key=2, stall_s=1.0, retry_after_s=0.02
+        faults={fault: RATE},
+        seed=SEED,
+        max_faults_per_key=2,
+        stall_s=4.0,
+        retry_after_s=0.02,
+        trickle_s=TRICKLE_S,
     )
     with OpenAIServer(config, answer_fn=answer) as server:
-        # A stall is detected by the client's timeout; everything else by the response.
+        # A stall or trickle is detected by the client's timeout (each attempt as a whole,
+        # so a clean answer on a busy machine must fit in it too); everything else by the
+        # response.
+        slow = fault in ("stall", "trickle")
         manifest, summaries, errors = run(
-            tmp_path, server, stages="tldr", timeout_s=0.5 if fault == "stall" else 5.0
+            tmp_path, server, stages="tldr", timeout_s=2.0 if slow else 5.0
         )
         stats = server.stats()
+        if fault == "trickle":  # the client hung up on every trickle (counted when it noticed)
+            _wait_until(lambda: server.stats()["trickles_cut"] == stats["faults"]["trickle"])
 
     assert errors == []
     assert all(r["stages"]["tldr"]["status"] == "ok" for r in summaries)
     assert_counts_add_up(manifest, summaries, errors, N_ABSTRACTS)
-    calls = manifest["counts"]["stages"]["tldr"]["backend_calls"]
-    assert calls == N_ABSTRACTS  # transport retries never become re-asks
+    tldr = manifest["counts"]["stages"]["tldr"]
+    # transport retries never become re-asks
     assert all(r["stages"]["tldr"]["provenance"]["attempts"] == 1 for r in summaries)
     # The fault really happened at about the configured rate ...
     faults = stats["faults"][fault]
     assert 0.2 < faults / stats["requests"] < 0.4, stats["faults"]
     # ... and each fault cost exactly one more request: no retry storm, no SDK retries on top.
-    assert stats["requests"] == calls + faults
-    assert stats["requests"] <= calls / (1 - RATE) * 1.15
+    assert stats["requests"] == N_ABSTRACTS + faults
+    assert stats["requests"] <= N_ABSTRACTS / (1 - RATE) * 1.15
     assert stats["reasks"] == 0
+    # The manifest counts exactly the requests the server saw, retries included.
+    assert tldr["backend_calls"] == manifest["requests_sent"] == stats["requests"]
+    assert tldr["transport_retries"] == manifest["transport_retries"] == faults
+    if fault == "429":
+        assert 1 <= manifest["rate_limit_pauses"] <= faults
+    else:
+        assert manifest["rate_limit_pauses"] == 0
 
 
-@pytest.mark.parametrize("fault", TRANSPORT_FAULTS)
+@pytest.mark.parametrize("fault", TRANSIENT_FAULTS)
 def test_exhausted_transient_fault_is_an_error_record_naming_it(tmp_path, inputs, fault):
-    config = ServerConfig(faults={fault: 1.0}, seed=SEED, stall_s=1.0, retry_after_s=0.02)
+    config = ServerConfig(
+        faults={fault: 1.0}, seed=SEED, stall_s=1.0, retry_after_s=0.02, trickle_s=TRICKLE_S
+    )
     with OpenAIServer(config, answer_fn=answer) as server:
-        settings_ = settings(tmp_path, server, stages="tldr", max_retries=2, timeout_s=0.3)
+        slow = fault in ("stall", "trickle")  # only these need the timeout to end them
+        timeout_s = 0.5 if slow else 5.0
+        settings_ = settings(tmp_path, server, stages="tldr", max_retries=2, timeout_s=timeout_s)
         (tmp_path / "few.txt").write_text("\n\n".join(inputs[:4]) + "\n", encoding="utf-8")
         result = run_paths(settings_, [tmp_path / "few.txt"])
         stats = server.stats()
@@ -193,13 +220,16 @@ def test_exhausted_transient_fault_is_an_error_record_naming_it(tmp_path, inputs
     errors = read_jsonl(result.run_dir / "errors.jsonl")
     assert_counts_add_up(manifest_dict(result), summaries, errors, 4)
     assert [e["kind"] for e in errors] == [TRANSIENT_KIND[fault]] * 4
-    assert all("after 3 attempts" in e["message"] for e in errors)
+    # The record's attempts are the requests sent, and its message says the same number.
+    assert all(e["attempts"] == 3 and "after 3 attempts" in e["message"] for e in errors)
     if fault in ("500", "503"):
         assert all(fault in e["message"] for e in errors)
     assert stats["requests"] == 4 * 3  # max_retries=2: three tries per call, never more
-    assert manifest_dict(result)["counts"]["stages"]["tldr"]["failure_kinds"] == {
-        TRANSIENT_KIND[fault]: 4
-    }
+    manifest = manifest_dict(result)
+    assert manifest["counts"]["stages"]["tldr"]["failure_kinds"] == {TRANSIENT_KIND[fault]: 4}
+    assert manifest["requests_sent"] == manifest["counts"]["stages"]["tldr"]["backend_calls"] == 12
+    assert manifest["transport_retries"] == 4 * 2  # the third failure is not retried
+    assert manifest["rate_limit_pauses"] <= (8 if fault == "429" else 0)
 
 
 def predicted_content_faults(
@@ -265,6 +295,7 @@ def test_content_faults_are_reasked(tmp_path, inputs, fault, self_correct):
         for s in manifest["counts"]["stages"].values():
             assert s["backend_calls"] == N_ABSTRACTS + 2 * (s["failed"] + s["dropped"])
             assert s["failure_kinds"] in ({kind: s["failed"]}, {})
+        assert manifest["requests_sent"] == stats["requests"]
 
 
 def test_401_stops_the_run_at_once_with_one_message(tmp_path, inputs):
@@ -281,8 +312,35 @@ def test_401_stops_the_run_at_once_with_one_message(tmp_path, inputs):
     assert result.stderr.count("error:") == 1
     assert "rejected the API key (401" in result.stderr and "OPENAI_API_KEY" in result.stderr
     assert FAKE_KEY not in result.output + result.stderr
-    # At once: only the requests already in flight when the first 401 came back, none retried.
-    assert stats["by_status"] == {401: stats["requests"]}
-    assert stats["requests"] <= 8
+    # At once: the preflight's GET /models got the 401, and no stage request was sent.
+    assert stats["requests"] == 0 and stats["http_requests"] == 1
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["status"] == "fatal" and "401" in manifest["fatal_error"]
+    assert manifest["requests_sent"] == 0
+
+
+def test_401_after_the_preflight_stops_the_run_at_once(tmp_path, inputs):
+    """A key revoked mid-run: only the requests already in flight are sent, none retried."""
+    config = ServerConfig(seed=SEED, latency=0.02, script=("ok",) + ("401",) * 50)
+    with OpenAIServer(config, answer_fn=answer) as server:
+        settings_ = settings(tmp_path, server, max_concurrency=8, stages="tldr")
+        with pytest.raises(FatalBackendError, match="rejected the API key"):
+            run_paths(settings_, [corpus_path(tmp_path)])
+        stats = server.stats()
+    assert stats["by_status"][401] == stats["requests"] - 1
+    assert stats["requests"] <= 1 + 8
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["status"] == "fatal"
+    assert manifest["requests_sent"] == manifest["counts"]["stages"]["tldr"]["backend_calls"]
+    assert manifest["requests_sent"] == stats["requests"]  # in-flight ones cut short included
+    assert manifest["transport_retries"] == 0
+
+
+def _wait_until(predicate, timeout_s: float = 10.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.01)

@@ -78,7 +78,16 @@ def assert_all_played(cassette, record_mode):
 
 
 def requests_of(cassette):
-    return [json.loads(r.body) for r in cassette.requests]
+    """The bodies of the stage requests (the preflight's GET /models has none)."""
+    return [json.loads(r.body) for r in cassette.requests if r.method == "POST"]
+
+
+def statuses(cassette):
+    """(method, path tail, status) of every recorded interaction, in order."""
+    return [
+        (r.method, r.path.rsplit("/", 1)[-1], resp["status"]["code"])
+        for r, resp in zip(cassette.requests, cassette.responses, strict=True)
+    ]
 
 
 @pytest.mark.vcr
@@ -139,8 +148,12 @@ def test_429_with_retry_after_then_success(vcr, record_mode, tmp_path, abstract_
     assert (
         record["stages"]["tldr"]["provenance"]["attempts"] == 1
     )  # a transport retry is not a re-ask
-    assert [r["status"]["code"] for r in vcr.responses] == [429, 200]
-    assert vcr.responses[0]["headers"]["retry-after-ms"] == ["50"]
+    assert statuses(vcr) == [
+        ("GET", "models", 200),  # the preflight
+        ("POST", "completions", 429),
+        ("POST", "completions", 200),
+    ]
+    assert vcr.responses[1]["headers"]["retry-after-ms"] == ["50"]
     assert_all_played(vcr, record_mode)
 
 
@@ -153,7 +166,25 @@ def test_401_stops_the_run_with_one_message(vcr, record_mode, tmp_path, abstract
     assert result.stderr.count("error:") == 1
     assert "rejected the API key (401" in result.stderr
     assert FAKE_KEY not in result.output
-    assert len(vcr.requests) == 1  # never retried
+    assert statuses(vcr) == [("GET", "models", 401)]  # the preflight; no stage request sent
+    assert_all_played(vcr, record_mode)
+
+
+@pytest.mark.vcr
+def test_malformed_200_is_retried_then_ok(vcr, record_mode, tmp_path, abstract_file, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    monkeypatch.setattr("pipeline.backends.openai_backend.OpenAIBackend.backoff_base_s", 0.01)
+    with endpoint(record_mode, script=("html", "null_message", "ok")) as url:
+        result = digest(tmp_path, abstract_file, url, "--stages", "tldr")
+    assert result.exit_code == 0, result.output
+    (record,) = summary(tmp_path)
+    assert record["stages"]["tldr"]["status"] == "ok"
+    assert record["stages"]["tldr"]["provenance"]["attempts"] == 1  # retried, not re-asked
+    assert [s for s in statuses(vcr) if s[0] == "POST"] == [("POST", "completions", 200)] * 3
+    headers = {k.lower(): v for k, v in vcr.responses[1]["headers"].items()}
+    assert headers["content-type"] == ["text/html"]
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["requests_sent"] == 3 and manifest["transport_retries"] == 2
     assert_all_played(vcr, record_mode)
 
 

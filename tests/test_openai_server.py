@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import http.client
 import json
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -16,6 +19,9 @@ import pytest
 from pydantic import ValidationError
 
 from bench.openai_server import (
+    HTML_PAGE,
+    MALFORMED_FAULTS,
+    PLAIN_ANSWER,
     REFUSAL_TEXT,
     UNGROUNDED_TAG,
     OpenAIServer,
@@ -494,6 +500,179 @@ def test_config_rejects_nonsense():
         ServerConfig(script=["okay"])
     with pytest.raises(ValueError, match="rpm"):
         ServerConfig(rpm=0)
+    with pytest.raises(ValueError, match="trickle_s"):
+        ServerConfig(trickle_s=0)
+    with pytest.raises(ValueError, match="models"):
+        ServerConfig(models="broken")
+    with pytest.raises(ValueError, match="basic_auth"):
+        ServerConfig(basic_auth="alice:pw", api_key="sk-x")
+    with pytest.raises(ValueError, match="add up"):
+        ServerConfig(faults={"html": 0.6, "500": 0.5})  # malformed 200s share the transport draw
+
+
+# --- malformed 200s, trickles, echoed credentials, /models ---------------------------------
+
+
+def _port(server: OpenAIServer) -> int:
+    return int(server.base_url.rsplit(":", 1)[1].split("/")[0])
+
+
+def raw_request(
+    server: OpenAIServer, method: str, path: str, body: dict | None = None, **headers: str
+) -> tuple[int, dict[str, str], bytes]:
+    """(status, lower-cased headers, body) of one request, without any client's parsing."""
+    conn = http.client.HTTPConnection("127.0.0.1", _port(server), timeout=10)
+    try:
+        payload = json.dumps(body) if body is not None else None
+        conn.request(method, path, payload, {"content-type": "application/json", **headers})
+        response = conn.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+    finally:
+        conn.close()
+
+
+def chat_body(stage: str = "tldr") -> dict:
+    return {
+        "model": "m",
+        "messages": messages_for(stage),
+        "response_format": {"type": "json_object"},
+    }
+
+
+@pytest.mark.parametrize("fault", MALFORMED_FAULTS)
+def test_malformed_faults_are_200s_that_are_not_chat_completions(make_server, fault):
+    server = make_server(script=[fault, "ok"])
+    status, headers, body = raw_request(server, "POST", "/v1/chat/completions", chat_body())
+    assert status == 200
+    _, clean_headers, clean = raw_request(server, "POST", "/v1/chat/completions", chat_body())
+    assert json.loads(clean)["choices"][0]["message"]["content"]  # the script's "ok"
+    assert clean_headers["content-type"] == "application/json"
+    if fault == "html":
+        assert headers["content-type"] == "text/html" and body == HTML_PAGE.encode()
+    elif fault in ("not_json", "truncated_body"):
+        assert headers["content-type"] == "application/json"
+        with pytest.raises(json.JSONDecodeError):
+            json.loads(body)
+        if fault == "truncated_body":  # a well-framed body that stops half-way
+            assert body.startswith(b'{"id":"chatcmpl-') and len(body) < len(clean)
+    else:
+        data = json.loads(body)
+        if fault == "json_array":
+            assert isinstance(data, list) and data[0]["choices"]
+        elif fault == "null_message":
+            assert data["choices"][0]["message"] is None
+        elif fault == "bad_usage":
+            assert data["usage"]["prompt_tokens"] == "n/a"
+            assert data["choices"][0]["message"]["content"]  # the answer itself is fine
+        elif fault == "no_choices":
+            assert data["choices"] == [] and data["usage"]["total_tokens"] > 0
+    stats = server.stats()
+    assert stats["faults"] == {fault: 1}
+    assert stats["by_status"] == {200: 2}
+
+
+def test_trickle_sends_headers_at_once_then_one_byte_per_interval(make_server):
+    server = make_server(script=["trickle", "trickle"], trickle_s=0.05)
+    with socket.create_connection(("127.0.0.1", _port(server)), timeout=10) as sock:
+        payload = json.dumps(chat_body()).encode()
+        sock.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            + f"content-length: {len(payload)}\r\n\r\n".encode()
+            + payload
+        )
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += sock.recv(1)
+        assert head.startswith(b"HTTP/1.1 200") and b"content-length:" in head
+        started = time.monotonic()
+        received = b"".join(sock.recv(1) for _ in range(5))
+        assert time.monotonic() - started >= 4 * 0.05  # one byte per trickle_s: 4 gaps at least
+        assert received == b'{"id"'
+    # The client hung up half-way: the server noticed and stopped sending.
+    _wait_until(lambda: server.stats()["trickles_cut"] == 1)
+
+    fast = make_server(script=["trickle"], trickle_s=0.001)
+    with client_for(fast) as client:  # a client that waits gets a complete, clean answer
+        assert json.loads(ask(client).choices[0].message.content) == stub_answer("tldr", ABSTRACT)
+    assert fast.stats()["trickles_cut"] == 0 and fast.stats()["faults"] == {"trickle": 1}
+
+
+def test_echo_credentials_quotes_the_key_in_error_bodies(make_server):
+    server = make_server(api_key="sk-right-key-123456", echo_credentials=True, script=["500"])
+    wrong = "sk-wrong-key-abcdef-0123456789"
+    with (
+        client_for(server, api_key=wrong) as client,
+        pytest.raises(openai.AuthenticationError) as denied,
+    ):
+        ask(client)
+    assert wrong in denied.value.message  # the full key, not a masked one
+    assert f"Authorization: 'Bearer {wrong}'" in denied.value.message
+    with client_for(server, api_key="sk-right-key-123456") as client:
+        with pytest.raises(openai.InternalServerError) as failed:
+            ask(client)
+        assert "Bearer sk-right-key-123456" in failed.value.message
+        assert ask(client).choices[0].finish_reason == "stop"  # a 200 echoes nothing
+
+
+def test_basic_auth_and_its_echo(make_server):
+    server = make_server(basic_auth="alice:open-sesame", echo_credentials=True)
+    good = "Basic " + base64.b64encode(b"alice:open-sesame").decode()
+    bad = "Basic " + base64.b64encode(b"alice:guess-123").decode()
+    assert raw_request(server, "GET", "/v1/models", authorization=good)[0] == 200
+    status, _, body = raw_request(
+        server, "POST", "/v1/chat/completions", chat_body(), authorization=good
+    )
+    assert status == 200 and json.loads(body)["choices"]
+    status, _, body = raw_request(
+        server, "POST", "/v1/chat/completions", chat_body(), authorization=bad
+    )
+    message = json.loads(body)["error"]["message"]
+    assert status == 401 and "credentials 'alice:guess-123'" in message and bad in message
+    # A Bearer key is not enough.
+    with (
+        client_for(server, api_key="sk-some-key") as client,
+        pytest.raises(openai.AuthenticationError),
+    ):
+        client.models.list()
+
+
+@pytest.mark.parametrize("mode", ["missing", "html", "wrong_shape", "forbidden"])
+def test_models_modes(make_server, mode):
+    server = make_server(models=mode)
+    status, headers, body = raw_request(server, "GET", "/v1/models")
+    if mode in ("missing", "forbidden"):
+        assert status == {"missing": 404, "forbidden": 403}[mode]
+        assert json.loads(body)["error"]["message"]
+    elif mode == "html":
+        assert status == 200 and headers["content-type"] == "text/html"
+    else:
+        assert status == 200 and "data" not in json.loads(body)
+    with client_for(server) as client:  # chat completions are unaffected
+        assert ask(client).choices[0].finish_reason == "stop"
+
+
+@pytest.mark.parametrize(
+    ("fault", "error"), [("401", openai.AuthenticationError), ("501", openai.APIStatusError)]
+)
+def test_permanent_faults(make_server, fault, error):
+    server = make_server(script=[fault, "ok"])
+    with client_for(server) as client:
+        with pytest.raises(error) as excinfo:
+            ask(client)
+        assert excinfo.value.status_code == int(fault)
+        assert ask(client).choices[0].finish_reason == "stop"
+    assert server.stats()["by_status"] == {int(fault): 1, 200: 1}
+
+
+def test_plain_chat_without_a_stage_is_answered_ok(make_server):
+    server = make_server(faults={"html": 0.0})
+    with client_for(server) as client:
+        completion = client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "Reply with OK."}], max_tokens=1
+        )
+    assert completion.choices[0].message.content == PLAIN_ANSWER
+    assert server.stats()["by_stage"] == {"chat": 1}
+    assert server.stats()["by_status"] == {200: 1}
 
 
 # --- command line -------------------------------------------------------------------------

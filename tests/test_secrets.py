@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import logging
 import os
 import subprocess
@@ -39,19 +40,68 @@ def leaks(files: list[Path], secret: str) -> list[str]:
     return [str(p) for p in files if any(n in p.read_bytes() for n in needles)]
 
 
-def digest_vv(tmp_path: Path, name: str, base_url: str, inputs: Path) -> tuple[int, Path]:
+def digest_vv(
+    tmp_path: Path,
+    name: str,
+    base_url: str | None,
+    inputs: Path,
+    *extra: str,
+    verbosity: str = "-vv",
+    env: dict[str, str] | None = None,
+) -> tuple[int, Path]:
+    """`digest -vv run` in a subprocess (key in the environment unless `env` says otherwise);
+    its stdout and stderr go to digest.log in the run folder."""
     run_dir, cache_dir = tmp_path / f"run-{name}", tmp_path / f"cache-{name}"
     run_dir.mkdir()
     log = run_dir / "digest.log"
-    args = [sys.executable, "-m", "pipeline", "-vv", "run", str(inputs), "--provider", "openai",
-            "--base-url", base_url, "--model", "bench-model", "--out", str(run_dir),
-            "--cache-dir", str(cache_dir), "--no-progress", "--concurrency", "4"]  # fmt: skip
-    env = {**os.environ, "OPENAI_API_KEY": KEY}
+    args = [sys.executable, "-m", "pipeline", verbosity, "run", str(inputs), "--provider",
+            "openai", "--model", "bench-model", "--out", str(run_dir), "--cache-dir",
+            str(cache_dir), "--no-progress", "--concurrency", "4", *extra]  # fmt: skip
+    if base_url is not None:
+        args += ["--base-url", base_url]
+    env = {**os.environ, **(env if env is not None else {"OPENAI_API_KEY": KEY})}
     with log.open("w", encoding="utf-8") as stderr:
         proc = subprocess.run(
             args, cwd=tmp_path, env=env, stdout=stderr, stderr=stderr, timeout=60, check=False
         )
     return proc.returncode, log
+
+
+def test_a_key_the_endpoint_echoes_is_redacted_in_every_file(tmp_path):
+    """A careless server quotes the Authorization header in its error bodies: after a 401 the
+    manifest's fatal_error, after 500s errors.jsonl, summaries.jsonl and report.html, and the
+    -vv log, all hold the endpoint's message with the key masked."""
+    inputs = tmp_path / "abstracts.txt"
+    write_abstracts(inputs, 8, seed=14)
+    config = tmp_path / "config.yaml"
+    config.write_text("max_retries: 0\n", encoding="utf-8")
+    echoing = ServerConfig(echo_credentials=True, faults={"500": 0.5}, seed=3)
+    with OpenAIServer(echoing) as server:
+        code, log = digest_vv(tmp_path, "500", server.base_url, inputs, "--config", str(config))
+        stats = server.stats()
+    assert code == 1, log.read_text()
+    assert stats["by_status"][500] > 0
+    rejecting = ServerConfig(api_key="sk-the-right-key-0000000000000000", echo_credentials=True)
+    with OpenAIServer(rejecting) as server:
+        code, rejected_log = digest_vv(tmp_path, "401", server.base_url, inputs)
+    assert code == 3
+
+    run_500, run_401 = tmp_path / "run-500", tmp_path / "run-401"
+    errors = (run_500 / "errors.jsonl").read_text(encoding="utf-8")
+    # The echo reached us, and was masked, in each file that holds endpoint text.
+    assert "request had Authorization: 'Bearer <redacted>'" in errors
+    summaries = (run_500 / "summaries.jsonl").read_text(encoding="utf-8")
+    assert "request had Authorization: 'Bearer <redacted>'" in summaries
+    report = (run_500 / "report.html").read_text(encoding="utf-8")  # the data is JSON in HTML
+    assert "request had Authorization: 'Bearer \\u003credacted\\u003e'" in report
+    fatal = json.loads((run_401 / "manifest.json").read_text())["fatal_error"]
+    assert "Incorrect API key provided: <redacted>" in fatal
+    assert "rejected the API key (401" in rejected_log.read_text(encoding="utf-8")
+    written = files_under(run_500, run_401, tmp_path / "cache-500", tmp_path / "cache-401")
+    assert {"digest.log", "errors.jsonl", "summaries.jsonl", "report.html", "manifest.json"} <= {
+        p.name for p in written
+    }
+    assert leaks(written, KEY) == []
 
 
 def test_key_is_in_no_file_a_debug_run_writes(tmp_path):

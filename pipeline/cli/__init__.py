@@ -1,7 +1,9 @@
 """The `digest` command: the only place that prints and turns errors into exit codes.
 
 Exit codes: 0 all ok; 1 some records failed (everything still written); 2 bad input or
-config; 3 the backend refused the run (bad key, unknown model); 130 interrupted.
+config; 3 the backend refused the run (bad key, unknown model); 130 interrupted; 141 stdout
+was closed before everything was printed (`digest run ... | head -1`), as a shell reports a
+command killed by SIGPIPE (SIGPIPE itself stays ignored: it would also kill on a socket).
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ import sys
 import click
 
 from pipeline import __version__
-from pipeline.config import ENV_API_KEY
+from pipeline.config import ENV_API_KEY, ENV_BASE_URL
 from pipeline.errors import PipelineError
-from pipeline.logs import setup_logging
+from pipeline.logs import redact, setup_logging
+from pipeline.redact import url_secrets
 from pipeline.text import terminal_safe
 
 # Each module registers its subcommands on `main` when imported.
@@ -35,11 +38,26 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except PipelineError as exc:
-            click.echo(f"error: {terminal_safe(str(exc), keep_newlines=True)}", err=True)
+            click.echo(f"error: {terminal_safe(redact(str(exc)), keep_newlines=True)}", err=True)
             sys.exit(exc.exit_code)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(130)
+        except BrokenPipeError:
+            _quiet_stdout()
+            sys.exit(EXIT_BROKEN_PIPE)
+
+
+EXIT_BROKEN_PIPE = 128 + 13  # 128 + SIGPIPE
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real file (tests): nothing will be flushed to a closed pipe
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -48,7 +66,8 @@ class _Group(click.Group):
 def main(verbose: int) -> None:
     """abstract-digest: research-paper abstracts into validated TL;DRs, method tags and claims."""
     level = logging.WARNING - 10 * min(verbose, 2)
-    setup_logging(level, secrets=(os.environ.get(ENV_API_KEY, ""),))
+    secrets = (os.environ.get(ENV_API_KEY, ""), *url_secrets(os.environ.get(ENV_BASE_URL)))
+    setup_logging(level, secrets=secrets)
 
 
 for _name in COMMAND_MODULES:

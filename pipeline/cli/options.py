@@ -8,6 +8,8 @@ from pathlib import Path
 import click
 
 from pipeline.config import Settings, load_settings
+from pipeline.logs import add_secrets
+from pipeline.redact import secrets_of
 
 _OPTIONS = [
     click.option(
@@ -59,11 +61,14 @@ def settings_from_flags(config_path: Path | None, no_progress: bool, flags: dict
     """One frozen Settings from config file + environment + these flags."""
     if no_progress:
         flags["progress"] = False
-    return load_settings(config_path, overrides=flags)
+    settings = load_settings(config_path, overrides=flags)
+    add_secrets(*secrets_of(settings))  # e.g. a password in --base-url: masked in every log line
+    return settings
 
 
 def describe_backend(settings: Settings) -> str:
     """The one stderr line that says which backend a run uses."""
     if settings.resolved_provider == "offline":
         return "backend: offline (built-in offline extractor, no network)"
-    return f"backend: openai (model {settings.model} at {settings.base_url or 'api.openai.com'})"
+    where = settings.endpoint if settings.base_url else "api.openai.com"
+    return f"backend: openai (model {settings.model} at {where})"

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from pipeline.backends import check_openai_settings
 from pipeline.cli import main, say
 from pipeline.cli.options import describe_backend, run_options, settings_from_flags
 from pipeline.cli.progress import BarProgress
@@ -67,6 +68,8 @@ def run_command(
         for line in describe(plan_run(settings, ingest)):
             say(line)
         return
+    if settings.resolved_provider == "openai":
+        check_openai_settings(settings)  # e.g. no key for api.openai.com: before any input
     # Before any work: a folder that cannot be written is one message, not a traceback later.
     ensure_writable_dir(settings.cache_dir, "cache folder")
     ensure_writable_dir(run_dir, "run folder")

@@ -59,7 +59,8 @@ class Dropped:
 
 @dataclass
 class Answer:
-    """The outcome of asking one stage: a valid output or the last error, and what it cost."""
+    """The outcome of asking one stage: a valid output or the last error, and what it cost
+    (`attempts` asks, re-asks included; `requests` sent, transport retries included)."""
 
     output: dict[str, Any] | None
     error: OutputValidationError | BackendError | None
@@ -69,6 +70,15 @@ class Answer:
     tokens_out: int
     tokens_cached: int = 0
     dropped: list[Dropped] = field(default_factory=list)
+    requests: int = 0
+
+    def error_message(self) -> str:
+        """The last error, saying how many requests the stage took when that is not in it."""
+        assert self.error is not None
+        message = str(self.error)
+        if isinstance(self.error, BackendError) and self.error.attempts != self.requests:
+            message += f" ({self.requests} requests in all, re-asks included)"
+        return message
 
 
 def check_completion(
@@ -168,8 +178,10 @@ async def ask_until_valid(
         except FatalBackendError:
             raise
         except BackendError as exc:
+            answer.requests += exc.attempts
             answer.error = exc
             break
+        answer.requests += completion.requests
         answer.tokens_in += completion.tokens_in
         answer.tokens_out += completion.tokens_out
         answer.tokens_cached += completion.tokens_cached
@@ -200,10 +212,12 @@ async def ask_until_valid(
             break
         messages = _followed(messages, completion.content, stage.reask_items(partial.pending))
     if partial is not None:
+        # A re-ask that failed in transport leaves its items dropped: say so in their records.
+        failed = f"; the re-ask about it failed: {answer.error}" if answer.error else ""
         answer.output = partial.output()
         answer.error = None
         answer.dropped = [
-            Dropped(r.index, r.error.kind, str(r.error), r.item) for r in partial.pending
+            Dropped(r.index, r.error.kind, str(r.error) + failed, r.item) for r in partial.pending
         ]
     return answer
 
@@ -356,7 +370,7 @@ class StageRunner:
         self, stage: Stage, abstract: Abstract, key: str, answer: Answer, provenance: Provenance
     ) -> StageResult:
         stats = self.stats.stages[stage.name]
-        stats.calls += answer.attempts
+        stats.calls += answer.requests
         stats.tokens_in += answer.tokens_in
         stats.tokens_out += answer.tokens_out
         stats.tokens_cached += answer.tokens_cached
@@ -379,26 +393,27 @@ class StageRunner:
                 entry["dropped"] = [d.as_json() for d in answer.dropped]
             self.cache.stages[stage.name].put(key, entry)
             stats.ok += 1
-            self._report_dropped(stage, abstract, answer.dropped, answer.attempts)
+            self._report_dropped(stage, abstract, answer.dropped, answer.requests)
             return StageResult(status="ok", output=answer.output, provenance=provenance)
         error = answer.error
         assert error is not None
         stats.failed += 1
         stats.failure_kinds[error.kind] += 1
+        message = answer.error_message()
         self.on_error(
             ErrorRecord(
                 id=abstract.id,
                 sources=sources_of(abstract),
                 stage=stage.name,
                 kind=error.kind,
-                message=str(error),
-                attempts=answer.attempts,
+                message=message,
+                attempts=answer.requests,
                 raw=answer.raw if answer.raw is not None else error.raw,
             )
         )
         return StageResult(
             status="failed",
-            error=StageError(kind=error.kind, message=str(error)),
+            error=StageError(kind=error.kind, message=message),
             provenance=provenance,
         )
 

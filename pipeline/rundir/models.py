@@ -130,7 +130,8 @@ class StageCounts(BaseModel):
     ok: int = 0
     failed: int = 0
     cache_hits: int = 0
-    backend_calls: int = 0
+    backend_calls: int = 0  # requests sent, transport retries included (never queued calls)
+    transport_retries: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
     tokens_cached: int = 0
@@ -185,6 +186,7 @@ class Manifest(BaseModel):
     model: str
     counts: Counts
     tokens: Tokens
+    requests_sent: int = 0  # over every stage: the sum of their backend_calls
     transport_retries: int = 0
     rate_limit_pauses: int = 0
     skipped_inputs: list[str] = Field(default_factory=list)

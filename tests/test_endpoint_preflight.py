@@ -1,0 +1,275 @@
+"""Fail fast, say why: one preflight request before any stage request.
+
+A missing key, a refused connection, a name that does not resolve, 401/403/404, or a server
+that is not OpenAI-compatible ends the run with exit 3 and ONE message naming the cause and
+the fix, and the server's counters show that no stage request was sent. A server without
+`GET /models` still works (one tiny chat completion stands in), a 501 is not retried, and
+a run whose every result is cached contacts nobody and never imports the SDK.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from synthetic import write_abstracts
+
+from bench.openai_server import OpenAIServer, ServerConfig, offline_answer_fn
+from pipeline.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+KEY = "sk-test-preflight-00000000000000000"
+N = 20
+TRANSPORTS = ("aiohttp", "httpx")
+
+
+@pytest.fixture(scope="module")
+def answer():
+    return offline_answer_fn()
+
+
+@pytest.fixture
+def inputs(tmp_path) -> Path:
+    path = tmp_path / "in.txt"
+    write_abstracts(path, N, seed=21)
+    return path
+
+
+def digest(tmp_path, inputs, base_url, *extra, key=KEY, transport="aiohttp"):
+    config = tmp_path / "config.yaml"
+    config.write_text(f"http_transport: {transport}\n", encoding="utf-8")
+    args = ["run", str(inputs), "--config", str(config), "--provider", "openai",
+            "--model", "bench-model", "--out", str(tmp_path / "run"),
+            "--cache-dir", str(tmp_path / "cache"), "--no-progress", *extra]  # fmt: skip
+    if base_url is not None:
+        args += ["--base-url", base_url]
+    env = {"OPENAI_API_KEY": key} if key else {}
+    return CliRunner(env=env).invoke(main, args)
+
+
+def one_error(result) -> str:
+    """The one `error:` line of a run that the endpoint refused (exit 3)."""
+    assert result.exit_code == 3, result.output + result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    return errors[0]
+
+
+def fatal_manifest(tmp_path) -> dict:
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["status"] == "fatal" and manifest["requests_sent"] == 0
+    assert manifest["counts"]["records_written"] == 0
+    return manifest
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 where nothing listens."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_no_key_for_api_openai_com_refuses_at_once(tmp_path, inputs):
+    result = digest(tmp_path, inputs, None, key=None)  # a connection would be blocked here
+    assert one_error(result) == (
+        "error: no API key for https://api.openai.com/v1: export OPENAI_API_KEY=sk-... "
+        "(or point --base-url at a local server, or use --provider offline)"
+    )
+    assert not (tmp_path / "run").exists()  # refused before the inputs were even read
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_connection_refused_is_one_message(tmp_path, inputs, transport):
+    port = closed_port()
+    result = digest(tmp_path, inputs, f"http://127.0.0.1:{port}/v1", transport=transport)
+    assert one_error(result) == (
+        f"error: cannot connect to http://127.0.0.1:{port}/v1: connection refused (nothing "
+        f"listens at 127.0.0.1:{port}); start the server, or fix base_url"
+    )
+    assert "timed out" not in result.stderr
+    fatal_manifest(tmp_path)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_name_that_does_not_resolve_is_one_message(tmp_path, inputs, monkeypatch, transport):
+    looked_up = []
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host, *args, **kwargs):  # no DNS query leaves the machine
+        name = host.decode() if isinstance(host, bytes) else str(host)
+        if name.endswith(".invalid"):
+            looked_up.append(name)
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    result = digest(tmp_path, inputs, "http://llm.example.invalid:8000/v1", transport=transport)
+    assert one_error(result) == (
+        "error: cannot connect to http://llm.example.invalid:8000/v1: the host name "
+        "llm.example.invalid does not resolve; check base_url"
+    )
+    assert looked_up and set(looked_up) == {"llm.example.invalid"}
+    fatal_manifest(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("config", "says"),
+    [
+        (
+            {"api_key": "sk-the-right-key-000000000000"},
+            "rejected the API key (401: Incorrect API key provided: sk-...0000.); "
+            "set OPENAI_API_KEY to a valid key, or use --provider offline",
+        ),
+        ({"models": "forbidden"}, "refused access (403: Project does not have access.)"),
+    ],
+    ids=["401", "403"],
+)
+def test_401_and_403_stop_before_any_stage_request(tmp_path, inputs, answer, config, says):
+    with OpenAIServer(ServerConfig(**config), answer_fn=answer) as server:
+        result = digest(tmp_path, inputs, server.base_url)
+        stats = server.stats()
+    line = one_error(result)
+    assert line == f"error: the endpoint ({server.base_url}) {says}"
+    assert stats["http_requests"] == 1 and stats["requests"] == 0  # GET /models only
+    assert fatal_manifest(tmp_path)["fatal_error"] == line.removeprefix("error: ")
+
+
+def test_a_wrong_path_is_404_with_the_fix(tmp_path, inputs, answer):
+    with OpenAIServer(ServerConfig(), answer_fn=answer) as server:
+        wrong = server.base_url.removesuffix("/v1") + "/api"
+        result = digest(tmp_path, inputs, wrong)
+        stats = server.stats()
+    assert one_error(result) == (
+        f"error: not found at {wrong}: GET /models and POST /chat/completions both answered "
+        "404 (Unknown request URL: /api/chat/completions); base_url should be the server's "
+        "OpenAI-compatible root, usually ending in /v1, and check the model name ('bench-model')"
+    )
+    assert stats["http_requests"] == 2 and stats["requests"] == 0
+    fatal_manifest(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("config", "says"),
+    [
+        (
+            {"models": "html", "faults": {"html": 1.0}},
+            "GET /models answered 200 with an HTML page (text/html), not a model list, then "
+            "POST /chat/completions answered 200 with an HTML page (text/html), not a chat "
+            "completion",
+        ),
+        (
+            {"models": "wrong_shape", "faults": {"json_array": 1.0}},
+            "GET /models answered 200 with a JSON object with keys ['status', 'version'], not "
+            "a model list ({'data': [...]}), then POST /chat/completions answered 200 with a "
+            "JSON array, not a chat completion object",
+        ),
+    ],
+    ids=["html", "wrong-shape"],
+)
+def test_a_server_that_is_not_openai_compatible(tmp_path, inputs, answer, config, says):
+    with OpenAIServer(ServerConfig(**config), answer_fn=answer) as server:
+        result = digest(tmp_path, inputs, server.base_url)
+        stats = server.stats()
+    assert one_error(result) == (
+        f"error: {server.base_url} is not an OpenAI-compatible API: {says}; base_url should "
+        "be the server's OpenAI-compatible root, usually ending in /v1"
+    )
+    assert stats["by_stage"] == {"chat": 1}  # the probe only: no stage request
+    fatal_manifest(tmp_path)
+
+
+def test_a_server_without_models_works_through_the_probe(tmp_path, inputs, answer):
+    with OpenAIServer(ServerConfig(models="missing"), answer_fn=answer) as server:
+        result = digest(tmp_path, inputs, server.base_url, "--stages", "tldr")
+        stats = server.stats()
+    assert result.exit_code == 0, result.output + result.stderr
+    assert stats["by_stage"] == {"chat": 1, "tldr": N}
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["requests_sent"] == N  # stage requests; the preflight is not one
+
+
+def test_a_501_is_not_retried(tmp_path, inputs, answer):
+    with OpenAIServer(ServerConfig(faults={"501": 1.0}), answer_fn=answer) as server:
+        result = digest(tmp_path, inputs, server.base_url, "--concurrency", "1")
+        stats = server.stats()
+    assert one_error(result) == (
+        f"error: the endpoint ({server.base_url}) does not implement this request (501: "
+        "response_format is not implemented (injected).); if the server lacks structured "
+        "outputs, use --response-format json_object"
+    )
+    assert stats["by_status"] == {501: 1} and stats["requests"] == 1
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["requests_sent"] == 1 and manifest["transport_retries"] == 0
+
+
+def test_a_fully_cached_run_contacts_nobody_and_never_imports_the_sdk(tmp_path, inputs, answer):
+    with OpenAIServer(ServerConfig(), answer_fn=answer) as server:
+        base_url = server.base_url
+        assert digest(tmp_path, inputs, base_url).exit_code == 0
+        assert server.stats()["requests"] == 3 * N
+    # The server is gone: a preflight (or any request) would now fail the run.
+    script = (
+        "import sys\n"
+        "from pipeline.cli import main\n"
+        "try:\n"
+        "    main(sys.argv[1:])\n"
+        "except SystemExit as exc:\n"
+        "    assert not exc.code, exc.code\n"
+        "print('openai imported:', 'openai' in sys.modules)\n"
+    )
+    args = ["run", str(inputs), "--provider", "openai", "--base-url", base_url, "--model",
+            "bench-model", "--out", str(tmp_path / "warm"), "--cache-dir",
+            str(tmp_path / "cache"), "--no-progress"]  # fmt: skip
+    env = {**os.environ, "OPENAI_API_KEY": KEY}
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "openai imported: False" in proc.stdout
+    manifest = json.loads((tmp_path / "warm" / "manifest.json").read_text())
+    assert manifest["status"] == "ok" and manifest["requests_sent"] == 0
+    assert sum(s["cache_hits"] for s in manifest["counts"]["stages"].values()) == 3 * N
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_server_that_does_not_speak_http(tmp_path, inputs, transport):
+    """aiohttp raises its own error for a bad status line (the SDK lets it through)."""
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        for _ in range(4):
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        result = digest(tmp_path, inputs, f"http://127.0.0.1:{port}/v1", transport=transport)
+    finally:
+        listener.close()
+    line = one_error(result)
+    assert line.startswith(
+        f"error: http://127.0.0.1:{port}/v1 is not an OpenAI-compatible API"
+    ) or (line.startswith(f"error: cannot connect to http://127.0.0.1:{port}/v1: ")), line
+    fatal_manifest(tmp_path)
