@@ -18,6 +18,7 @@ _ABBREV = re.compile(
     r"|\b[A-Z]\.[A-Z]\.)$",
     re.IGNORECASE,
 )
+_ABBREV_TAIL = 16
 _BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[$]?[A-Z0-9\u4e00-\u9fff])")
 
 
@@ -34,14 +35,22 @@ def text_hash(text: str) -> str:
 
 def split_sentences(text: str) -> list[str]:
     """Split prose into sentences; abbreviation- and decimal-aware, good enough for abstracts."""
+    return list(_split_sentences(text))
+
+
+@lru_cache(maxsize=256)
+def _split_sentences(text: str) -> tuple[str, ...]:
+    # Memoized: the extractors and validators of one abstract split the same text.
     text = normalize_ws(text)
     if not text:
-        return []
+        return ()
     out: list[str] = []
     start = 0
     for m in _BOUNDARY.finditer(text):
         candidate = text[start : m.start()].rstrip()
-        if _ABBREV.search(candidate):
+        # An abbreviation ends the candidate: look only at its tail (the longest is 8
+        # characters; the text before `pos` still counts for the word boundary).
+        if _ABBREV.search(candidate, max(0, len(candidate) - _ABBREV_TAIL)):
             continue
         if candidate:
             out.append(candidate)
@@ -49,7 +58,7 @@ def split_sentences(text: str) -> list[str]:
     tail = text[start:].strip()
     if tail:
         out.append(tail)
-    return out
+    return tuple(out)
 
 
 def numbers_in(text: str) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +20,7 @@ from pipeline.text import (
 )
 
 TLDR_MAX_WORDS = 35
+_DIGIT = re.compile(r"\d")
 # 35 words rarely pass 300 characters (the offline extractor caps itself at 320); the limit
 # stops one giant "word" (a 10 MB token) that the word count cannot see.
 TLDR_MAX_CHARS = 400
@@ -55,7 +57,7 @@ class TldrOutput(BaseModel):
         if len(split_sentences(value)) != 1:
             raise ValueError("tldr must be exactly one sentence")
         abstract = context_abstract(info)
-        if abstract is not None and any(ch.isdigit() for ch in value):
+        if abstract is not None and _DIGIT.search(value):
             known = abstract_numbers(abstract)
             foreign = [n for n in numbers_in(value) if n not in known]
             if foreign:
