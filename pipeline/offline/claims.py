@@ -46,7 +46,6 @@ from pipeline.offline.claim_text import (
     strip_span,
     too_short,
 )
-from pipeline.stages.claims import MAX_CLAIMS
 from pipeline.text import split_sentences
 
 # Abstracts are ~2 kB; anything far beyond that is not an abstract, so only its head is read.
@@ -123,8 +122,9 @@ _SUMMARY_OPENER = re.compile(
 )
 
 
-def extract_claims(text: str) -> list[dict[str, Any]]:
-    """Claimed results of an abstract as Claim-shaped dicts (no `span`); [] when it reports none."""
+def extract_claims(text: str, max_claims: int = 12) -> list[dict[str, Any]]:
+    """Claimed results of an abstract as Claim-shaped dicts (no `span`), at most `max_claims`
+    (the stage passes its schema's cap); [] when it reports none."""
     if not isinstance(text, str):
         return []
     sentences = _sentences(text[:_MAX_CHARS])
@@ -142,7 +142,7 @@ def extract_claims(text: str) -> list[dict[str, Any]]:
         for claim in qualitative_claims(view, taken):
             pos = claim["_span"][0]
             found.append((idx, pos, _grounded(claim, sentence, view)))
-    return _select(found)
+    return _select(found, max_claims)
 
 
 def _grounded(claim: dict[str, Any], sentence: str, view: str) -> dict[str, Any]:
@@ -160,8 +160,8 @@ def _grounded(claim: dict[str, Any], sentence: str, view: str) -> dict[str, Any]
     return claim
 
 
-def _select(found: list[tuple[int, int, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Drop duplicates; keep at most MAX_CLAIMS, numbers first, then restore text order."""
+def _select(found: list[tuple[int, int, dict[str, Any]]], limit: int) -> list[dict[str, Any]]:
+    """Drop duplicates; keep at most `limit`, numbers first, then restore text order."""
     unique: list[tuple[int, int, dict[str, Any]]] = []
     seen: set[tuple[str | None, str]] = set()
     for item in found:
@@ -170,7 +170,7 @@ def _select(found: list[tuple[int, int, dict[str, Any]]]) -> list[dict[str, Any]
             seen.add(key)
             unique.append(item)
     ranked = sorted(unique, key=lambda it: (it[2]["kind"] != "quantitative", it[0], it[1]))
-    return [claim for _, _, claim in sorted(ranked[:MAX_CLAIMS], key=lambda it: (it[0], it[1]))]
+    return [claim for _, _, claim in sorted(ranked[:limit], key=lambda it: (it[0], it[1]))]
 
 
 def _sentences(text: str) -> list[str]:

@@ -116,9 +116,9 @@ def prompt_fields(taxonomy: Taxonomy, prompts_dir: Path) -> dict[str, str]:
 
 def offline(abstract: str, taxonomy: Taxonomy) -> dict[str, Any]:
     """The built-in extractor's claims."""
-    from pipeline.offline.claims import extract_claims
+    from pipeline.offline.claims import extract_claims  # not imported by online runs
 
-    return {"claims": extract_claims(abstract)}
+    return {"claims": extract_claims(abstract, MAX_CLAIMS)}
 
 
 def claim_text(claim: Mapping[str, Any]) -> str:
