@@ -6,8 +6,17 @@ millions of records costs a few dozen MB. Each record is written whole (os.write
 until every byte is out) on an O_APPEND descriptor under an exclusive lock, so concurrent
 runs cannot interleave lines and a SIGKILL loses at most the line being written (skipped
 with a warning on the next load); a write that fails (disk full) is cut off again and stops
-the run with a StorageError. A line is trusted for nothing: the runner re-validates every
-record it serves (pipeline/engine/stage_runner.py).
+the run with a StorageError.
+
+A line is trusted for nothing it cannot show. Only validated records are put, and each line
+ends with a seal, `"seal":"<32 hex>"`: sha256 of the validating code's digest
+(`pipeline.stages.validator_id`) and the line's bytes before the seal. A line whose seal
+holds was written, byte for byte, by this very validation code for this very key (the key
+covers the abstract), so validating it again would give the same verdict; the runner then
+only parses it. Every other line (edited by hand, written by another version or tool, or
+with no seal) is re-validated in full before it is served (pipeline/engine/stage_runner.py).
+The seal guards against accidents and stale code, not against someone forging seals in the
+cache folder: whoever can write there can also edit the code.
 """
 
 from __future__ import annotations
@@ -28,6 +37,9 @@ log = logging.getLogger(__name__)
 
 _PREFIX = b'{"key":"'
 _KEY_LEN = 64
+_SEAL_START = b',"seal":"'
+_SEAL_LEN = 32
+_SEAL_SUFFIX_LEN = len(_SEAL_START) + _SEAL_LEN + len(b'"}\n')
 
 
 def cache_key(
@@ -93,8 +105,9 @@ def _text_digest(text: str) -> str:
 class StageCache:
     """The cache file of one stage: offset index in memory, records read on demand."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, seal_id: str | None = None) -> None:
         self.path = path
+        self._seal_id = seal_id.encode("ascii") if seal_id else None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
@@ -136,32 +149,58 @@ class StageCache:
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The cached record for `key`, or None (a record that fails to parse counts as absent)."""
+        return self.lookup(key)[0]
+
+    def lookup(self, key: str) -> tuple[dict[str, Any] | None, bool]:
+        """The cached record for `key` (or None) and whether its seal holds (module docstring)."""
         offset = self.index.get(key)
         if offset is None:
-            return None
+            return None, False
         self._reader.seek(offset)
+        line = self._reader.readline()
         try:
-            record = json.loads(self._reader.readline())
+            record = json.loads(line)
         except (ValueError, RecursionError):  # bad JSON or UTF-8, a 5000-digit number, ...
             record = None
         if not isinstance(record, dict):
             log.warning("%s: unreadable record at byte %d; recomputing", self.path, offset)
             self.discard(key)
-            return None
-        return record
+            return None, False
+        record.pop("seal", None)
+        return record, self._sealed(line, key)
+
+    def _sealed(self, line: bytes, key: str) -> bool:
+        if self._seal_id is None or len(line) < _SEAL_SUFFIX_LEN:
+            return False
+        tail = line[-_SEAL_SUFFIX_LEN:]
+        if not tail.startswith(_SEAL_START):
+            return False
+        body = line[:-_SEAL_SUFFIX_LEN] + b"}"
+        if body[len(_PREFIX) : len(_PREFIX) + _KEY_LEN] != key.encode("ascii"):
+            return False
+        seal = tail[len(_SEAL_START) : len(_SEAL_START) + _SEAL_LEN]
+        return seal == self._seal(body)
+
+    def _seal(self, body: bytes) -> bytes:
+        assert self._seal_id is not None
+        return hashlib.sha256(self._seal_id + b"\n" + body).hexdigest()[:_SEAL_LEN].encode()
 
     def discard(self, key: str) -> None:
         """Forget a bad record: later lookups of `key` miss until a new record is put."""
         self.index.pop(key, None)
 
     def put(self, key: str, record: dict[str, Any]) -> None:
-        """Append one record (flushed to the OS immediately) and index it.
+        """Append one validated record (flushed to the OS immediately) and index it; sealed
+        when the cache has a seal id (see the module docstring).
 
         A failed write (disk full, ...) is cut off the file again, so no torn line is left
         behind, and raised as a StorageError naming the cache file.
         """
         body = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
-        line = _PREFIX + key.encode("ascii") + b'",' + body[1:].encode("utf-8") + b"\n"
+        line = _PREFIX + key.encode("ascii") + b'",' + body[1:].encode("utf-8")
+        if self._seal_id is not None:
+            line = line[:-1] + _SEAL_START + self._seal(line) + b'"}'
+        line += b"\n"
         with _locked(self._fd):
             offset = os.lseek(self._fd, 0, os.SEEK_END)
             self._append(line, offset)
@@ -206,9 +245,11 @@ class _locked:
 class Cache:
     """All stage caches under one directory."""
 
-    def __init__(self, cache_dir: Path, stages: tuple[str, ...]) -> None:
+    def __init__(
+        self, cache_dir: Path, stages: tuple[str, ...], seal_id: str | None = None
+    ) -> None:
         self.dir = cache_dir
-        self.stages = {name: StageCache(cache_dir / f"{name}.jsonl") for name in stages}
+        self.stages = {name: StageCache(cache_dir / f"{name}.jsonl", seal_id) for name in stages}
 
     def close(self) -> None:
         """Close every stage file."""

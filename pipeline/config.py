@@ -19,6 +19,7 @@ from pydantic import (
     model_validator,
 )
 
+from pipeline import yamltext
 from pipeline.errors import ConfigError
 from pipeline.pricing import Price, price_for
 from pipeline.prompts import PACKAGE_PROMPTS_DIR
@@ -180,7 +181,7 @@ def load_settings(
         raise ConfigError(f"config file not found: {config_path}")
     if path is not None:
         try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            loaded = yamltext.safe_load(path.read_text(encoding="utf-8")) or {}
         except (OSError, yaml.YAMLError) as exc:
             raise ConfigError(f"cannot read {path}: {exc}") from exc
         if not isinstance(loaded, dict):

@@ -33,7 +33,7 @@ from pipeline.prompts import content_hash
 from pipeline.rundir import Manifest, RunWriter, SummaryRecord
 from pipeline.rundir.models import Counts, RunStatus, StageCounts, TaxonomyRef, Tokens
 from pipeline.schemas import SCHEMA_VERSION
-from pipeline.stages import Stage, build_stages
+from pipeline.stages import Stage, build_stages, validator_id
 from pipeline.taxonomy import Taxonomy, load_taxonomy
 
 log = logging.getLogger(__name__)
@@ -171,7 +171,9 @@ def run_job(
     started = time.time()
     taxonomy = load_project_taxonomy(settings)
     stages = build_stages(settings.stages, settings.prompts_dir, taxonomy)
-    cache = Cache(settings.cache_dir, tuple(stages))  # before the run folder: a bad cache
+    cache = Cache(
+        settings.cache_dir, tuple(stages), validator_id()
+    )  # before the run folder: a bad cache
     try:
         writer = RunWriter(run_dir)  # leaves no half-made folder behind
     except BaseException:

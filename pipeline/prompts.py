@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from pipeline import yamltext
 from pipeline.errors import ConfigError
 
 # prompts/ at the top of the repo is the user-editable source; the wheel ships it as the
@@ -57,7 +58,7 @@ def load_template(prompts_dir: Path, name: str) -> PromptTemplate:
     """Load prompts/<name>.yaml."""
     path = prompts_dir / f"{name}.yaml"
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yamltext.safe_load(path.read_text(encoding="utf-8"))
         return PromptTemplate.model_validate(data)
     except (OSError, yaml.YAMLError, ValidationError) as exc:
         raise ConfigError(f"cannot load prompt template {path}: {exc}") from exc

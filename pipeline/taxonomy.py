@@ -10,6 +10,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline import yamltext
 from pipeline.errors import ConfigError
 
 
@@ -100,7 +101,7 @@ def load_taxonomy(path: Path) -> Taxonomy:
 def _load_taxonomy(path_name: str, size: int, mtime_ns: int) -> Taxonomy:
     path = Path(path_name)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yamltext.safe_load(path.read_text(encoding="utf-8"))
         tax = Taxonomy.model_validate(data)
     except (OSError, yaml.YAMLError, ValueError) as exc:
         raise ConfigError(f"cannot load taxonomy {path}: {exc}") from exc

@@ -285,11 +285,16 @@ def jsonl_line(row: dict[str, Any]) -> str:
     return json.dumps(row, ensure_ascii=False)
 
 
+_LINE_BUF = io.StringIO()
+_LINE_WRITER = SafeCsvWriter(_LINE_BUF)  # one writer for every line: a writer per line costs
+
+
 def csv_line(values: Iterable[Any]) -> str:
     """One CSV row (CRLF-terminated, spreadsheet-safe cells), as `--format csv` writes it."""
-    buf = io.StringIO()
-    SafeCsvWriter(buf).writerow(values)
-    return buf.getvalue()
+    _LINE_BUF.seek(0)
+    _LINE_BUF.truncate()
+    _LINE_WRITER.writerow(values)
+    return _LINE_BUF.getvalue()
 
 
 CSV_HEADER = csv_line(ROW_FIELDS)

@@ -332,3 +332,88 @@ def test_a_write_error_that_cannot_be_cut_off_is_warned_about_on_the_next_load(
         again = StageCache(tmp_path / "tldr.jsonl")
     assert "torn" in caplog.text and again.torn_lines == 1 and len(again) == 1
     again.close()
+
+
+# The seal (pipeline/cache.py): a line written by this validation code is only parsed; any
+# change to its bytes, or other validation code, brings back the full validation.
+
+
+def _edit_sealed_line(cache_file: Path, key: str, old: bytes, new: bytes) -> None:
+    """Change bytes inside the (sealed) line of `key`, keeping its seal as it was."""
+    lines = cache_file.read_bytes().split(b"\n")
+    prefix = b'{"key":"' + key.encode() + b'"'
+    (i,) = [n for n, line in enumerate(lines) if line.startswith(prefix)]
+    assert b',"seal":"' in lines[i] and old in lines[i]
+    lines[i] = lines[i].replace(old, new)
+    cache_file.write_bytes(b"\n".join(lines))
+
+
+def _count_validations(monkeypatch) -> list[str]:
+    from pipeline.stages.base import Stage
+
+    seen: list[str] = []
+    real = Stage.validate
+
+    def counting(self, *args, **kwargs):
+        seen.append(self.name)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Stage, "validate", counting)
+    return seen
+
+
+def test_sealed_lines_are_served_without_validating_again(tmp_path, monkeypatch):
+    inputs = write_inputs(tmp_path)
+    clean = read_records(offline_run(tmp_path, inputs, "clean").run_dir)
+    validations = _count_validations(monkeypatch)
+    again = offline_run(tmp_path, inputs, "again")
+    assert validations == []  # every line's seal held
+    assert again.manifest.counts.stages["claims"].cache_hits == 3
+    outputs = [{n: s["output"] for n, s in r["stages"].items()} for r in clean]
+    assert [
+        {n: s["output"] for n, s in r["stages"].items()} for r in read_records(again.run_dir)
+    ] == outputs
+
+
+def test_an_edited_sealed_line_is_validated_and_refused(tmp_path, caplog, monkeypatch):
+    inputs = write_inputs(tmp_path)
+    clean = read_records(offline_run(tmp_path, inputs, "clean").run_dir)
+    cache_file = tmp_path / "cache" / "claims.jsonl"
+    assert b"2.5" in cache_file.read_bytes()
+    _edit_sealed_line(cache_file, a1_key(clean, "claims"), b"2.5", b"7.5")  # an invented number
+    validations = _count_validations(monkeypatch)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        second = offline_run(tmp_path, inputs, "second")
+    assert validations.count("claims") >= 1  # the broken seal sent it to full validation
+    assert len(cache_warnings(caplog, cache_file)) == 1
+    records = read_records(second.run_dir)
+    assert records[0]["stages"]["claims"]["provenance"]["cached"] is False
+    assert records[0]["stages"]["claims"]["output"] == clean[0]["stages"]["claims"]["output"]
+
+
+def test_other_validation_code_validates_every_line(tmp_path, monkeypatch):
+    inputs = write_inputs(tmp_path)
+    offline_run(tmp_path, inputs, "clean")
+    import pipeline.job
+
+    monkeypatch.setattr(pipeline.job, "validator_id", lambda: "other validation code")
+    validations = _count_validations(monkeypatch)
+    again = offline_run(tmp_path, inputs, "again")
+    assert sorted(validations) == sorted(["tldr", "tags", "claims"] * 3)
+    assert again.manifest.counts.stages["tldr"].cache_hits == 3
+
+
+def test_the_seal_covers_the_key(tmp_path):
+    cache = StageCache(tmp_path / "tldr.jsonl", seal_id="v1")
+    k1, k2 = "a" * 64, "b" * 64
+    cache.put(k1, {"stage": "tldr", "output": {"tldr": "x"}})
+    assert cache.lookup(k1) == ({"key": k1, "stage": "tldr", "output": {"tldr": "x"}}, True)
+    # The same bytes under another key (a line copied to another abstract) are not sealed.
+    line = (tmp_path / "tldr.jsonl").read_bytes()
+    (tmp_path / "tldr.jsonl").write_bytes(line + line.replace(k1.encode(), k2.encode()))
+    reopened = StageCache(tmp_path / "tldr.jsonl", seal_id="v1")
+    assert reopened.lookup(k1)[1] is True
+    assert reopened.lookup(k2) == ({"key": k2, "stage": "tldr", "output": {"tldr": "x"}}, False)
+    assert StageCache(tmp_path / "tldr.jsonl").lookup(k1)[1] is False  # no seal id: unsealed
+    assert StageCache(tmp_path / "tldr.jsonl", seal_id="v2").lookup(k1)[1] is False

@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from pipeline import yamltext
 from pipeline.errors import ConfigError
 from pipeline.jsonl import iter_jsonl
 from pipeline.taxonomy import Taxonomy
@@ -144,7 +145,7 @@ def load_pool(path: Path, taxonomy: Taxonomy | None) -> ReviewerPool:
     """Read reviewers.yaml (and its papers_file); tags are resolved to taxonomy ids."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yamltext.safe_load(path.read_text(encoding="utf-8"))
         pool = ReviewerPool.model_validate(data)
     except OSError as exc:
         raise ConfigError(f"cannot read reviewers file {path}: {exc.strerror or exc}") from exc

@@ -32,7 +32,6 @@ from pipeline.triage import (
     DEFAULT_FORUM_URL,
     SORT_KEYS,
     claim_values,
-    contains_any,
     forum_url,
     paper_keys,
     paper_row,
@@ -215,10 +214,17 @@ class FacetCounter:
         label: dict[str, str] = {}
         for (value, written), _ in self.labels.most_common():
             label.setdefault(value, written)
-        per_value = Counter(v for values in self.values for v in set(values) if v)
+        papers_of: dict[str, list[int]] = {}  # distinct value -> papers mentioning it
+        for i, values in enumerate(self.values):
+            for v in dict.fromkeys(values):
+                if v:
+                    papers_of.setdefault(v, []).append(i)
+        top = sorted(papers_of, key=lambda v: (-len(papers_of[v]), v))[:limit]
         out = []
-        for value, _ in sorted(per_value.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]:
-            hits = [i for i, values in enumerate(self.values) if contains_any(values, value)]
+        for value in top:
+            # A facet selects the papers where some value contains it (`contains_any`):
+            # the union over the distinct values that contain it, in paper order.
+            hits = sorted({i for v, idx in papers_of.items() if value in v for i in idx})
             out.append([value, display_text(label[value]), hits])
         return out
 

@@ -7,8 +7,11 @@ Adding a stage is one module here (schema, prompt fields, offline hook, CSV proj
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib
 import pkgutil
+import sys
 from pathlib import Path
 
 from pipeline.errors import ConfigError
@@ -16,7 +19,16 @@ from pipeline.prompts import load_template
 from pipeline.stages.base import Stage, StageSpec
 from pipeline.taxonomy import Taxonomy
 
-__all__ = ["Stage", "StageSpec", "build_stages", "get_spec", "register", "specs", "stage_names"]
+__all__ = [
+    "Stage",
+    "StageSpec",
+    "build_stages",
+    "get_spec",
+    "register",
+    "specs",
+    "stage_names",
+    "validator_id",
+]
 
 _REGISTRY: dict[str, StageSpec] = {}
 _discovered = False
@@ -85,3 +97,36 @@ def build_stages(names: tuple[str, ...], prompts_dir: Path, taxonomy: Taxonomy) 
                 fields=spec.prompt_fields(taxonomy, prompts_dir),
             )
     return out
+
+
+# The modules whose code decides whether a stage output is valid (besides each stage's own).
+_VALIDATION_MODULES = (
+    "pipeline.stages.base",
+    "pipeline.schemas",
+    "pipeline.spans",
+    "pipeline.text",
+    "pipeline.taxonomy",
+    "pipeline.rundir.models",
+)
+
+
+def validator_id() -> str | None:
+    """A digest of the code that validates stage outputs (every registered stage's module and
+    the modules they validate with): the cache seals the lines it writes with it, so a line
+    whose seal holds was validated by this very code. None when some source cannot be read."""
+    names = sorted({*_VALIDATION_MODULES, *(s.schema.__module__ for s in specs())})
+    return _validator_id(tuple(names))
+
+
+@functools.lru_cache(maxsize=4)
+def _validator_id(names: tuple[str, ...]) -> str | None:
+    from pipeline import __version__
+
+    digest = hashlib.sha256(__version__.encode())
+    for name in names:
+        module = sys.modules.get(name) or importlib.import_module(name)
+        try:
+            digest.update(name.encode() + b"\0" + Path(module.__file__ or "").read_bytes())
+        except OSError:
+            return None
+    return digest.hexdigest()
