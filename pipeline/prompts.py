@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,13 @@ def content_hash(data: Any) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
+_DELIMITER = re.compile(r"<\s*/?\s*abstract\s*>", re.IGNORECASE)
+
+
+def _escape_tag(match: re.Match[str]) -> str:
+    return match.group(0).replace("<", "&lt;").replace(">", "&gt;")
+
+
 class PromptTemplate(BaseModel):
     """A stage's system + user messages, and the re-ask messages sent after a rejected answer
     (`reask`) or after rejected items of a kept answer (`reask_items`, stages with items)."""
@@ -41,8 +49,9 @@ class PromptTemplate(BaseModel):
         system = self.system
         for key, value in fields.items():
             system = system.replace("{" + key + "}", value)
-        # The abstract must not be able to close its own delimiter.
-        safe = abstract.replace("</abstract>", "&lt;/abstract&gt;")
+        # The abstract must not be able to close (or reopen) its own delimiter, in any case
+        # or spacing a model might still read as the tag.
+        safe = _DELIMITER.sub(_escape_tag, abstract)
         return [
             {"role": "system", "content": system.strip()},
             {"role": "user", "content": self.user.replace("{abstract}", safe).strip()},
