@@ -20,7 +20,7 @@ from pipeline.engine.stats import RunStats
 from pipeline.ingest import IngestResult
 from pipeline.job import load_project_taxonomy
 from pipeline.pricing import Price, format_cost, format_tokens
-from pipeline.stages import Stage, build_stages
+from pipeline.stages import Stage, build_stages, validator_id
 
 
 @dataclass
@@ -75,14 +75,22 @@ class _Identity:
     can_reask: bool = False
 
 
+class _NoCache:
+    """A stage cache file that does not exist: every lookup misses (and nothing is created)."""
+
+    def lookup(self, key: str) -> tuple[None, bool]:
+        return None, False
+
+
 class _ReadOnlyCache:
     """The stage caches that exist, opened for lookups; a missing one is empty (not created)."""
 
     def __init__(self, settings: Settings, stages: dict[str, Stage]) -> None:
-        self.stages: dict[str, StageCache | dict] = {}
+        self.stages: dict[str, StageCache | _NoCache] = {}
+        seal = validator_id()
         for name in stages:
             path = settings.cache_dir / f"{name}.jsonl"
-            self.stages[name] = StageCache(path) if path.exists() else {}
+            self.stages[name] = StageCache(path, seal) if path.exists() else _NoCache()
 
     def close(self) -> None:
         for cache in self.stages.values():
