@@ -24,7 +24,7 @@ from bench.batch_api import (
     validate_input,
 )
 from bench.openai_server import UNGROUNDED_TAG, OpenAIServer, ServerConfig
-from pipeline.schemas import STAGE_SCHEMAS
+from pipeline.stages import get_spec
 from pipeline.taxonomy import Taxonomy
 
 pytestmark = pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$"])
@@ -79,7 +79,7 @@ def stub_answer(stage: str, text: str) -> dict:
 
 def validate(stage: str, content: str, text: str) -> None:
     """Validate like the pipeline does, grounding included; raises ValidationError."""
-    STAGE_SCHEMAS[stage].model_validate(
+    get_spec(stage).schema.model_validate(
         json.loads(content), context={"abstract": text, "taxonomy": TAXONOMY}
     )
 
