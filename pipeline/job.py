@@ -58,16 +58,16 @@ class JobResult:
     stats: RunStats
 
 
-def new_run_dir(settings: Settings) -> Path:
-    """`--out` if given, else a fresh timestamped folder under outputs/."""
+def new_run_dir(settings: Settings, prefix: str = "run") -> Path:
+    """`--out` if given, else a fresh timestamped folder under outputs/ (`<prefix>-<stamp>`)."""
     if settings.out_dir is not None:
         return settings.out_dir
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    candidate = settings.outputs_root / f"run-{stamp}"
+    candidate = settings.outputs_root / f"{prefix}-{stamp}"
     n = 1
     while candidate.exists():
         n += 1
-        candidate = settings.outputs_root / f"run-{stamp}-{n}"
+        candidate = settings.outputs_root / f"{prefix}-{stamp}-{n}"
     return candidate
 
 

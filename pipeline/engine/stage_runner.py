@@ -165,22 +165,30 @@ async def ask_until_valid(
     json_object: bool,
     max_reasks: int,
     max_tokens: int,
+    first: Completion | None = None,
 ) -> Answer:
     """Ask, validate, and re-ask with the error fed back, at most `max_reasks` times; for a
-    stage with items, re-ask about the rejected items only (see the module docstring)."""
+    stage with items, re-ask about the rejected items only (see the module docstring).
+
+    `first` is an answer to the first request obtained elsewhere (a Batch API output line):
+    it is validated as if the backend had just returned it, and only re-asks are sent.
+    """
     messages = stage.messages(abstract, json_object_mode=json_object)
     answer = Answer(None, None, None, 0, 0, 0)
     partial: _Partial | None = None
     for _ in range(max_reasks + 1):
         answer.attempts += 1
-        try:
-            completion = await backend.complete(stage, abstract, messages)
-        except FatalBackendError:
-            raise
-        except BackendError as exc:
-            answer.requests += exc.attempts
-            answer.error = exc
-            break
+        if first is not None:
+            completion, first = first, None
+        else:
+            try:
+                completion = await backend.complete(stage, abstract, messages)
+            except FatalBackendError:
+                raise
+            except BackendError as exc:
+                answer.requests += exc.attempts
+                answer.error = exc
+                break
         answer.requests += completion.requests
         answer.tokens_in += completion.tokens_in
         answer.tokens_out += completion.tokens_out
@@ -272,7 +280,7 @@ class StageRunner:
             abstract_text=abstract.text,
         )
 
-    def _provenance(self, stage: Stage, key: str, **fields: Any) -> Provenance:
+    def provenance(self, stage: Stage, key: str, **fields: Any) -> Provenance:
         return Provenance(
             backend=self.backend.name,
             model=self.backend.model,
@@ -353,7 +361,7 @@ class StageRunner:
             max_reasks=self.max_reasks,
             max_tokens=self.max_tokens,
         )
-        provenance = self._provenance(
+        provenance = self.provenance(
             stage,
             key,
             attempts=answer.attempts,
@@ -384,14 +392,7 @@ class StageRunner:
             dropped=len(answer.dropped),
         )
         if answer.output is not None:
-            entry: dict[str, Any] = {
-                "stage": stage.name,
-                "output": answer.output,
-                "provenance": provenance.model_dump(mode="json"),
-            }
-            if answer.dropped:
-                entry["dropped"] = [d.as_json() for d in answer.dropped]
-            self.cache.stages[stage.name].put(key, entry)
+            self.store(stage, key, answer, provenance)
             stats.ok += 1
             self._report_dropped(stage, abstract, answer.dropped, answer.requests)
             return StageResult(status="ok", output=answer.output, provenance=provenance)
@@ -416,6 +417,52 @@ class StageRunner:
             error=StageError(kind=error.kind, message=message),
             provenance=provenance,
         )
+
+    def store(self, stage: Stage, key: str, answer: Answer, provenance: Provenance) -> None:
+        """Cache a valid answer: the one record format of the synchronous and the batch path."""
+        assert answer.output is not None
+        entry: dict[str, Any] = {
+            "stage": stage.name,
+            "output": answer.output,
+            "provenance": provenance.model_dump(mode="json"),
+        }
+        if answer.dropped:
+            entry["dropped"] = [d.as_json() for d in answer.dropped]
+        self.cache.stages[stage.name].put(key, entry)
+
+    async def settle_completion(
+        self, stage: Stage, abstract: Abstract, completion: Completion, *, batch_id: str
+    ) -> Answer:
+        """A completion answered elsewhere (a Batch API output line), taken as the first
+        answer of (stage, abstract): validated with the same checks as `run_stage`, re-asked
+        through the backend when invalid, and cached when it ends valid."""
+        key = self.key(stage, abstract)
+        started = time.perf_counter()
+        answer = await ask_until_valid(
+            self.backend,
+            stage,
+            abstract.text,
+            json_object=self.json_object,
+            max_reasks=self.max_reasks,
+            max_tokens=self.max_tokens,
+            first=completion,
+        )
+        if answer.output is not None:
+            provenance = self.provenance(
+                stage,
+                key,
+                attempts=answer.attempts,
+                tokens_in=answer.tokens_in,
+                tokens_out=answer.tokens_out,
+                tokens_cached=answer.tokens_cached,
+                # Time of the re-asks only: a batch line has no latency of its own.
+                latency_ms=round((time.perf_counter() - started) * 1000, 1),
+                cached=False,
+                dropped=len(answer.dropped),
+                batch_id=batch_id,
+            )
+            self.store(stage, key, answer, provenance)
+        return answer
 
     def _report_dropped(
         self, stage: Stage, abstract: Abstract, dropped: list[Dropped], attempts: int
