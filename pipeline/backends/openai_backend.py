@@ -321,8 +321,9 @@ def _http_client(settings: Settings):
     return None
 
 
-def _client(settings: Settings) -> AsyncOpenAI:
-    """The SDK client: URL without credentials; a URL's user:password becomes HTTP Basic."""
+def _auth(settings: Settings) -> dict[str, Any]:
+    """The SDK client's key, URL without credentials, and headers (a URL's user:password
+    becomes HTTP Basic)."""
     url = settings.base_url or DEFAULT_BASE_URL
     headers: dict[str, str] = {}
     credentials = url_credentials(url)
@@ -330,14 +331,23 @@ def _client(settings: Settings) -> AsyncOpenAI:
         # Config refuses a key together with URL credentials: one Authorization header.
         headers["Authorization"] = "Basic " + basic_token(*credentials)
     key = settings.api_key.get_secret_value() if settings.api_key else _NO_KEY
+    return {"api_key": key, "base_url": public_url(url), "default_headers": headers or None}
+
+
+def _client(settings: Settings) -> AsyncOpenAI:
+    """The SDK client of the chat requests (no SDK retries: `complete` retries)."""
     return AsyncOpenAI(
-        api_key=key,
-        base_url=public_url(url),
+        **_auth(settings),
         max_retries=0,
         timeout=settings.timeout_s,
-        default_headers=headers or None,
         http_client=_http_client(settings),
     )
+
+
+def sync_client(settings: Settings, *, max_retries: int, timeout_s: float) -> openai.OpenAI:
+    """A blocking SDK client with the same endpoint and credentials (Files and Batches API
+    calls of `digest batch`, retried by the SDK itself)."""
+    return openai.OpenAI(**_auth(settings), max_retries=max_retries, timeout=timeout_s)
 
 
 def request_body(settings: Settings, stage: Stage, messages: list[dict]) -> dict:
@@ -444,9 +454,7 @@ class OpenAIBackend:
                 raise self._exhausted(exc, sent) from exc
             if _is_context_length(exc):
                 raise BackendError(
-                    self.redact(
-                        f"abstract too long for the model's context ({error_detail(exc)})"
-                    ),
+                    self.redact(f"abstract too long for the model's context ({error_detail(exc)})"),
                     kind="context_length",
                     attempts=sent,
                 ) from exc

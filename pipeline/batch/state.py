@@ -21,6 +21,7 @@ from pipeline.errors import ConfigError, InputError, StorageError
 STATE = "batch.json"
 REQUESTS_DIR = "requests"
 RESULTS_DIR = "results"
+KEYS_FILE = "custom_ids.txt"  # under requests/: every request's custom_id, one a line
 LOCK = ".batch.lock"
 LATEST_BATCH = "latest-batch"  # beside the folder: `digest batch status` without a folder
 
@@ -65,7 +66,6 @@ class BatchPart(BaseModel):
     error_file_id: str | None = None
     errors: list[str] = Field(default_factory=list)  # why the batch failed (validation)
     downloaded: bool = False  # its output and error files are saved under results/
-    collected: bool = False  # every line of them is validated and the valid ones cached
 
     @property
     def ended(self) -> bool:
@@ -98,6 +98,16 @@ class BatchTokens(BaseModel):
     reask_requests: int = 0
 
 
+class LineCounts(BaseModel):
+    """What the downloaded result files held, as `collect` read them."""
+
+    model_config = ConfigDict(extra="forbid")
+    answered: int = 0  # 200 lines with a chat completion (validated in the run)
+    errors: int = 0  # error lines (any status but 200, an unreadable 200 body)
+    expired: int = 0  # of the error lines, batch_expired / batch_cancelled
+    missing: int = 0  # submitted requests in no result file (a failed or cancelled batch)
+
+
 class BatchState(BaseModel):
     """batch.json: the settings and inputs of a `digest batch submit`, and every batch."""
 
@@ -117,6 +127,7 @@ class BatchState(BaseModel):
     cached: int  # of them, already in the cache at submit (not in any batch)
     parts: list[BatchPart] = Field(default_factory=list)
     tokens: BatchTokens = Field(default_factory=BatchTokens)
+    lines: LineCounts = Field(default_factory=LineCounts)
     collected_at: str | None = None  # when collect last wrote the run folder
 
     @property
@@ -127,7 +138,25 @@ class BatchState(BaseModel):
     def input_paths(self) -> list[Path]:
         """The input paths, as given when run from the same folder as submit."""
         here = Path.cwd().resolve() == Path(self.cwd)
-        return [Path(p) if here or Path(p).is_absolute() else Path(self.cwd) / p for p in self.inputs]
+        return [
+            Path(p) if here or Path(p).is_absolute() else Path(self.cwd) / p for p in self.inputs
+        ]
+
+
+def update_part(part: BatchPart, batch: Any) -> None:
+    """Take a batch's status, counts, file ids and errors as the API returned them."""
+    part.status = batch.status
+    counts = batch.request_counts
+    if counts is not None:
+        part.request_counts = RequestCounts(
+            total=counts.total, completed=counts.completed, failed=counts.failed
+        )
+    part.output_file_id = batch.output_file_id
+    part.error_file_id = batch.error_file_id
+    errors = getattr(batch.errors, "data", None) or []
+    part.errors = [
+        f"{e.code or 'error'}{f' (line {e.line})' if e.line else ''}: {e.message}" for e in errors
+    ][:20]
 
 
 def now() -> str:

@@ -26,9 +26,7 @@ LATEST = "latest"
 DEFAULT_OUTPUTS = Path("outputs")
 
 
-def resolve_run_dir(
-    path: Path, outputs_root: Path = DEFAULT_OUTPUTS, latest: str = LATEST
-) -> Path:
+def resolve_run_dir(path: Path, outputs_root: Path = DEFAULT_OUTPUTS, latest: str = LATEST) -> Path:
     """The run folder a user named: `latest` (when no such folder is here) is outputs/latest
     (`latest`: the link's name, e.g. `latest-batch` for `digest batch`)."""
     if path.name == latest and not path.exists() and path.parent == Path("."):

@@ -57,6 +57,15 @@ class Dropped:
         return {"index": self.index, "kind": self.kind, "message": self.message, "item": self.item}
 
 
+@dataclass(frozen=True, slots=True)
+class FirstAnswer:
+    """An answer to the first request of a (stage, abstract) obtained elsewhere: a Batch API
+    output line, validated and re-asked about like one the backend had just returned."""
+
+    completion: Completion
+    batch_id: str
+
+
 @dataclass
 class Answer:
     """The outcome of asking one stage: a valid output or the last error, and what it cost
@@ -255,6 +264,7 @@ class StageRunner:
         max_reasks: int,
         max_tokens: int,
         force: bool,
+        first_answers: dict[str, FirstAnswer] | None = None,
     ) -> None:
         self.stages = stages
         self.backend = backend
@@ -267,6 +277,8 @@ class StageRunner:
         self.max_reasks = max_reasks if backend.can_reask else 0
         self.max_tokens = max_tokens
         self.force = force
+        # cache key -> first answer; each is taken (removed) when its stage runs.
+        self.first_answers = first_answers if first_answers is not None else {}
 
     def key(self, stage: Stage, abstract: Abstract) -> str:
         """Cache key of one (stage, abstract) under the current settings."""
@@ -281,6 +293,7 @@ class StageRunner:
         )
 
     def provenance(self, stage: Stage, key: str, **fields: Any) -> Provenance:
+        """The provenance of a result of `stage` under the run's backend and settings."""
         return Provenance(
             backend=self.backend.name,
             model=self.backend.model,
@@ -347,11 +360,13 @@ class StageRunner:
         return self.record(abstract, {name: hit[0] for name, hit in hits.items()})
 
     async def run_stage(self, stage: Stage, abstract: Abstract) -> StageResult:
-        """One stage of one abstract: from cache, or asked (and re-asked) until valid."""
+        """One stage of one abstract: from cache, or asked (and re-asked) until valid; a
+        first answer given for its key (`first_answers`) stands for the first request."""
         key = self.key(stage, abstract)
         if (hit := self.cached(stage, abstract, key)) is not None:
             self._count_cached(stage, abstract, *hit)
             return hit[0]
+        first = self.first_answers.pop(key, None)
         started = time.perf_counter()
         answer = await ask_until_valid(
             self.backend,
@@ -360,6 +375,7 @@ class StageRunner:
             json_object=self.json_object,
             max_reasks=self.max_reasks,
             max_tokens=self.max_tokens,
+            first=first.completion if first is not None else None,
         )
         provenance = self.provenance(
             stage,
@@ -368,9 +384,11 @@ class StageRunner:
             tokens_in=answer.tokens_in,
             tokens_out=answer.tokens_out,
             tokens_cached=answer.tokens_cached,
+            # With a batch answer: the time of the re-asks only (a batch line has none).
             latency_ms=round((time.perf_counter() - started) * 1000, 1),
             cached=False,
             dropped=len(answer.dropped),
+            batch_id=first.batch_id if first is not None else None,
         )
         return self._settle(stage, abstract, key, answer, provenance)
 
@@ -429,40 +447,6 @@ class StageRunner:
         if answer.dropped:
             entry["dropped"] = [d.as_json() for d in answer.dropped]
         self.cache.stages[stage.name].put(key, entry)
-
-    async def settle_completion(
-        self, stage: Stage, abstract: Abstract, completion: Completion, *, batch_id: str
-    ) -> Answer:
-        """A completion answered elsewhere (a Batch API output line), taken as the first
-        answer of (stage, abstract): validated with the same checks as `run_stage`, re-asked
-        through the backend when invalid, and cached when it ends valid."""
-        key = self.key(stage, abstract)
-        started = time.perf_counter()
-        answer = await ask_until_valid(
-            self.backend,
-            stage,
-            abstract.text,
-            json_object=self.json_object,
-            max_reasks=self.max_reasks,
-            max_tokens=self.max_tokens,
-            first=completion,
-        )
-        if answer.output is not None:
-            provenance = self.provenance(
-                stage,
-                key,
-                attempts=answer.attempts,
-                tokens_in=answer.tokens_in,
-                tokens_out=answer.tokens_out,
-                tokens_cached=answer.tokens_cached,
-                # Time of the re-asks only: a batch line has no latency of its own.
-                latency_ms=round((time.perf_counter() - started) * 1000, 1),
-                cached=False,
-                dropped=len(answer.dropped),
-                batch_id=batch_id,
-            )
-            self.store(stage, key, answer, provenance)
-        return answer
 
     def _report_dropped(
         self, stage: Stage, abstract: Abstract, dropped: list[Dropped], attempts: int
