@@ -57,6 +57,7 @@ class SubmitResult:
     resumed: bool = False  # an earlier submit of the same inputs was carried on
     created: int = 0  # batches created by this command
     uploaded: int = 0  # files uploaded by this command
+    found: int = 0  # batches created before an interruption lost their ids, found again
     dry_run: bool = False
 
 
@@ -167,6 +168,7 @@ def _send(folder: Path, settings: Settings, pairs: Pairs, *, resumed: bool) -> S
                     found = None if fresh else api.find(part.file_id)
                     batch = found or api.create(part.file_id, {"digest_part": part.file})
                     result.created += found is None
+                    result.found += found is not None
                     part.batch_id = batch.id
                     update_part(part, batch)
                     save_state(folder, state)

@@ -111,12 +111,13 @@ def submit_command(
         say("dry run: nothing written, nothing sent")
         return
     where = result.folder
-    if result.resumed and not (result.uploaded or result.created):
+    if result.resumed and not (result.uploaded or result.created or result.found):
         say(f"already submitted: {len(parts)} batch(es) in {where}; nothing sent")
     else:
+        found = f", found {result.found} made before an interruption" if result.found else ""
         resumed = " (resumed an unfinished submit)" if result.resumed else ""
         say(
-            f"uploaded {result.uploaded} file(s), created {result.created} batch(es) "
+            f"uploaded {result.uploaded} file(s), created {result.created} batch(es){found} "
             f"in {where}{resumed}"
         )
     say(f"next: digest batch status {where}; then digest batch collect {where}")
