@@ -327,6 +327,9 @@ def test_a_crash_between_download_and_cache_write_loses_nothing(
 def test_split_at_small_limits_one_batch_per_file(servers, corpus, tmp_path):
     server = servers()
     folder = tmp_path / "b"
+    dry = submit(server, corpus, folder, "--max-requests", 10, "--dry-run").output
+    assert f"{PAIRS} requests in 3 request file(s)" in dry and "nothing written" in dry
+    assert not folder.exists() and batch_stats(server)["files_uploaded"] == 0
     out = submit(server, corpus, folder, "--max-requests", 10).output
     assert f"{PAIRS} requests in 3 request file(s)" in out
     state = load_state(folder)
@@ -383,6 +386,9 @@ def test_status_of_the_latest_submit_and_cached_pairs_are_not_submitted(servers,
     assert f"{PAIRS} (abstract, stage) pairs, {N_ABSTRACTS} cached" in out
     assert f"{PAIRS - N_ABSTRACTS} requests in 1 request file(s)" in out
     assert (tmp_path / "outputs" / "latest-batch").is_symlink()
+    again = digest("batch", "submit", corpus, *common(server, tmp_path / "outputs" / "cache"))
+    assert "already submitted: 1 batch(es)" in again.output
+    assert len(list((tmp_path / "outputs").glob("batch-*"))) == 1
     status = digest("batch", "status").output
     assert "validating" in status and f"0/{PAIRS - N_ABSTRACTS} requests done" in status
     assert "not finished" in status

@@ -37,7 +37,7 @@ BatchStatus = Literal[
 ]
 TERMINAL: frozenset[str] = frozenset({"failed", "completed", "expired", "cancelled"})
 # Settings that do not travel from `submit` to `collect`: secrets, and what each command sets.
-_NOT_STORED = {"api_key", "out_dir", "progress", "force"}
+_NOT_STORED = {"api_key", "out_dir", "progress"}
 
 
 class RequestCounts(BaseModel):

@@ -116,26 +116,41 @@ def submit(
 
 def _resumable(settings: Settings, paths: list[Path], follow_symlinks: bool) -> Path | None:
     """The folder of an earlier, not yet collected submit of the same inputs and settings:
-    `--out` if it holds one, else the one `latest-batch` points to."""
-    folder = settings.out_dir or settings.outputs_root / LATEST_BATCH
-    if not (folder / STATE).exists():
+    `--out` if it holds one, else the newest such folder under the outputs folder."""
+    if settings.out_dir is not None:
+        folder = settings.out_dir
+        if not (folder / STATE).exists():
+            return None
+        state = load_state(folder)
+        same = _same(state, settings, paths, follow_symlinks)
+        if same and state.collected_at is None:
+            return folder
+        what = "was collected already" if same else "holds a submit of other inputs or settings"
+        raise InputError(f"{folder} {what}; choose another --out")
+    try:
+        found = sorted(settings.outputs_root.glob(f"*/{STATE}"), reverse=True)
+    except OSError:
         return None
-    state = load_state(folder)
+    for path in found:
+        if path.parent.name == LATEST_BATCH:
+            continue
+        state = load_state(path.parent)
+        if state.collected_at is None and _same(state, settings, paths, follow_symlinks):
+            return path.parent
+    return None
+
+
+def _same(state: BatchState, settings: Settings, paths: list[Path], follow: bool) -> bool:
+    """True when `state` is a submit of these inputs with these request-shaping settings."""
     wanted = stored_settings(settings)
-    same = (
+    return (
         state.inputs == [str(p) for p in paths]
         and state.cwd == str(Path.cwd().resolve())
-        and state.follow_symlinks == follow_symlinks
+        and state.follow_symlinks == follow
         and state.endpoint == settings.endpoint
         and all(state.settings.get(k) == wanted.get(k) for k in _SHAPING)
         and state.settings.get("cache_dir") == wanted.get("cache_dir")
     )
-    if same and state.collected_at is None:
-        return folder
-    if settings.out_dir is not None:
-        what = "was collected already" if same else "holds a submit of other inputs or settings"
-        raise InputError(f"{folder} {what}; choose another --out")
-    return None
 
 
 def _check_empty(folder: Path) -> None:
