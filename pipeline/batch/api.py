@@ -18,7 +18,7 @@ import openai
 from openai.types import Batch
 
 from pipeline.backends.openai_backend import connection_cause, error_detail, sync_client
-from pipeline.batch.requests import COMPLETION_WINDOW, ENDPOINT
+from pipeline.batch import COMPLETION_WINDOW, ENDPOINT
 from pipeline.config import DEFAULT_BASE_URL, Settings, public_url
 from pipeline.errors import FatalBackendError, StorageError
 from pipeline.redact import Redactor, secrets_of

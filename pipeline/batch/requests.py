@@ -18,17 +18,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from pipeline.backends.openai_backend import request_body
+from pipeline.batch import ENDPOINT
 from pipeline.batch.state import KEYS_FILE, REQUESTS_DIR, BatchPart
 from pipeline.config import Settings
 from pipeline.errors import InputError, StorageError
 from pipeline.ingest import Abstract
 from pipeline.plan import ReadOnlyCache, lookup_runner
 from pipeline.stages import Stage
-
-ENDPOINT = "/v1/chat/completions"
-COMPLETION_WINDOW = "24h"
-MAX_REQUESTS = 50_000
-MAX_BYTES = 200 * 1024 * 1024
 
 
 @dataclass

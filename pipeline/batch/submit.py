@@ -13,8 +13,9 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.batch import MAX_BYTES, MAX_REQUESTS
 from pipeline.batch.api import BatchAPI
-from pipeline.batch.requests import MAX_BYTES, MAX_REQUESTS, Pairs, PartWriter, request_lines
+from pipeline.batch.requests import Pairs, PartWriter, request_lines
 from pipeline.batch.state import (
     LATEST_BATCH,
     LOCK,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from pipeline.batch.requests import MAX_BYTES, MAX_REQUESTS
+from pipeline.batch import MAX_BYTES, MAX_REQUESTS
 from pipeline.batch.state import LATEST_BATCH, BatchState, load_state, locked, settings_of
 from pipeline.cli import main, say
 from pipeline.cli.options import describe_backend, run_options, settings_from_flags
