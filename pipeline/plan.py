@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from pipeline.cache import StageCache
+from pipeline.cache import Cache, StageCache
 from pipeline.config import Settings
 from pipeline.engine.progress import NoProgress
 from pipeline.engine.stage_runner import StageRunner
@@ -101,9 +101,9 @@ def backend_identity(settings: Settings) -> _Identity:
 
 
 def lookup_runner(
-    settings: Settings, stages: dict[str, Stage], cache: ReadOnlyCache
+    settings: Settings, stages: dict[str, Stage], cache: ReadOnlyCache | Cache
 ) -> StageRunner:
-    """A StageRunner for cache keys and cache lookups only: it has no backend to ask."""
+    """A StageRunner for cache keys, lookups and stores only: it has no backend to ask."""
     return StageRunner(
         stages=stages,
         backend=backend_identity(settings),  # type: ignore[arg-type]

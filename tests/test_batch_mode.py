@@ -441,3 +441,31 @@ def test_url_credentials_are_never_stored_and_collect_takes_them_again(
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert b"s3cret" not in path.read_bytes(), path
+
+
+def test_collect_while_a_batch_runs_caches_the_ended_ones_valid_answers(servers, corpus, tmp_path):
+    import openai
+
+    server = servers(faults={"schema": 0.3}, seed=4)
+    folder = tmp_path / "b"
+    submit(server, corpus, folder, "--max-requests", 12)
+    first, second = load_state(folder).parts
+    client = openai.OpenAI(base_url=server.base_url, api_key=FAKE_KEY, max_retries=0)
+    while client.batches.retrieve(first.batch_id).status != "completed":
+        pass  # only a retrieve moves a batch on: the first ends, the second stays behind
+    out = digest("batch", "collect", folder, "--no-progress").output
+    assert "1 of 2 batch(es) not ended" in out and not (folder / "summaries.jsonl").exists()
+    invalid = sum(server.stats()["faults"].values())  # schema faults in the first batch
+    assert f"cached {12 - invalid} valid answer(s)" in out and 0 < invalid < 12
+    cached = {
+        json.loads(line)["key"]
+        for name in STAGES
+        for line in (tmp_path / "cache" / f"{name}.jsonl").read_text().splitlines()
+    }
+    first_ids = [line["custom_id"] for line in read_jsonl(folder / first.file)]
+    assert len(cached) == 12 - invalid and cached < set(first_ids)
+    assert server.stats()["requests"] == 0  # nothing re-asked yet
+    collect(folder)
+    reference = sync_run(servers, corpus, tmp_path, faults={"schema": 0.3}, seed=4)
+    assert summaries(folder) == summaries(reference)
+    assert errors(folder) == errors(reference)

@@ -9,7 +9,9 @@ Collect, in steps that each leave batch.json right, so a crash anywhere loses no
    the same schema and grounding checks, the same re-asks when it is invalid, the same
    cache writes when it is valid; pairs with an error line, an expired or cancelled
    request, or in a failed batch are asked synchronously like any uncached pair. The run
-   folder (summaries, errors, CSV, manifest, report) is written into the batch folder;
+   folder (summaries, errors, CSV, manifest, report) is written into the batch folder.
+   While some batches still run, the answers of the ended ones that are valid as they
+   are get cached already (no re-ask, nothing sent), and no run folder is written yet;
 3. mark the folder collected: a later collect changes nothing and sends nothing.
 
 A crash in step 2 (before or during cache writes) leaves the downloads on disk: the next
@@ -38,10 +40,11 @@ from pipeline.batch.state import (
     save_state,
     update_part,
 )
+from pipeline.cache import Cache
 from pipeline.config import Settings
 from pipeline.engine.progress import Progress
-from pipeline.engine.stage_runner import FirstAnswer
-from pipeline.errors import InputError, StorageError
+from pipeline.engine.stage_runner import Answer, FirstAnswer, check_completion
+from pipeline.errors import InputError, OutputValidationError, StorageError
 from pipeline.ingest import IngestResult, read_inputs
 from pipeline.job import JobResult, RecordSink, load_project_taxonomy, run_job
 from pipeline.plan import ReadOnlyCache, lookup_runner
@@ -164,6 +167,7 @@ class Collected:
     job: JobResult | None = None  # the run over the inputs, once every batch ended
     already: Manifest | None = None  # collected before: the manifest it wrote
     synchronous_pairs: int = 0  # pairs without an answered line, asked synchronously
+    cached_early: int = 0  # valid answers of ended batches cached while others still run
 
 
 def collect(
@@ -208,6 +212,8 @@ def collect(
         finally:
             api.close()
         if result.pending:
+            if not settings.force:
+                result.cached_early = _cache_valid(folder, state, settings)
             return result
         answers, state.lines, batch_tokens = read_results(
             folder, state, Redactor(secrets_of(settings))
@@ -232,6 +238,53 @@ def collect(
         save_state(folder, state)
         result.synchronous_pairs = state.pairs - state.cached - state.lines.answered
         return result
+
+
+def _cache_valid(folder: Path, state: BatchState, settings: Settings) -> int:
+    """While some batches still run: cache the answers of the ended ones that are valid as
+    they are (the rest, which need re-asks, wait for the final run); how many."""
+    answers, _, _ = read_results(folder, state, Redactor(secrets_of(settings)))
+    if not answers:
+        return 0
+    ingest = read_inputs(
+        state.input_paths(), stream=True, follow_symlinks=state.follow_symlinks, out_dir=folder
+    )
+    _check_same_pairs(folder, state, settings, ingest)
+    stages = build_stages(settings.stages, settings.prompts_dir, load_project_taxonomy(settings))
+    cache = Cache(settings.cache_dir, tuple(stages))
+    stored = 0
+    try:
+        runner = lookup_runner(settings, stages, cache)
+        for abstract in ingest.abstracts:
+            for stage in stages.values():
+                key = runner.key(stage, abstract)
+                first = answers.get(key)
+                if first is None or runner.cached(stage, abstract, key) is not None:
+                    continue
+                c = first.completion
+                try:
+                    parsed = check_completion(stage, abstract.text, c, settings.max_tokens)
+                except OutputValidationError:
+                    continue
+                if parsed.rejected:
+                    continue  # some claims need a re-ask: the final run does it
+                answer = Answer(
+                    parsed.output, None, c.content, 1, c.tokens_in, c.tokens_out, c.tokens_cached
+                )
+                provenance = runner.provenance(
+                    stage,
+                    key,
+                    attempts=1,
+                    tokens_in=c.tokens_in,
+                    tokens_out=c.tokens_out,
+                    tokens_cached=c.tokens_cached,
+                    batch_id=first.batch_id,
+                )
+                runner.store(stage, key, answer, provenance)
+                stored += 1
+    finally:
+        cache.close()
+    return stored
 
 
 def _check_same_pairs(

@@ -283,8 +283,9 @@ def collect_command(
             say(line)
         say(
             f"{len(result.pending)} of {len(result.state.parts)} batch(es) not ended; "
-            f"downloaded {result.downloaded} result file(s) of the ended ones, wrote no run "
-            "folder yet: collect again later, or with --wait",
+            f"downloaded {result.downloaded} result file(s) of the ended ones and cached "
+            f"{result.cached_early} valid answer(s); no run folder yet: collect again "
+            "later, or with --wait",
             err=True,
         )
         return
