@@ -367,6 +367,8 @@ def test_a_submit_cut_after_create_resumes_without_a_second_batch(
     assert submit(server, corpus, folder, code=130).exit_code == 130
     state = load_state(folder)
     assert state.parts[0].file_id is not None and state.parts[0].batch_id is None
+    assert "the submit did not finish" in digest("batch", "status", folder).output
+    assert "did not finish" in collect(folder, code=2).output
     monkeypatch.setattr(BatchAPI, "create", create)
     out = submit(server, corpus, folder).output
     assert "uploaded 0 file(s), created 0 batch(es), found 1 made before an interruption" in out
@@ -404,6 +406,11 @@ def test_status_of_the_latest_submit_and_cached_pairs_are_not_submitted(servers,
     assert server.stats()["requests"] == sent
     assert "collected" in digest("batch", "status").output
     assert (tmp_path / "outputs" / "latest" / "summaries.jsonl").exists()
+    latest = (tmp_path / "outputs" / "latest").readlink()
+    assert (
+        latest.name.startswith("batch-")
+        and latest == (tmp_path / "outputs" / "latest-batch").readlink()
+    )
 
 
 def test_collect_before_the_batches_end_downloads_nothing_and_writes_no_run(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -33,7 +34,13 @@ def batch_group() -> None:
 
 
 def _folder(path: Path) -> Path:
-    return resolve_run_dir(path, latest=LATEST_BATCH)
+    """The batch folder named (`latest-batch`: the newest), the link followed, so that
+    messages and the `latest` link name the folder itself."""
+    folder = resolve_run_dir(path, latest=LATEST_BATCH)
+    if folder.is_symlink():
+        target = Path(os.readlink(folder))
+        folder = target if target.is_absolute() else folder.parent / target
+    return folder
 
 
 @batch_group.command("submit")
@@ -186,6 +193,8 @@ def status_lines(folder: Path, state: BatchState) -> list[str]:
     if state.collected_at is not None:
         lines.append(f"collected {state.collected_at}: {folder / 'summaries.jsonl'}")
         lines.append(_cost_line(state))
+    elif any(p.batch_id is None for p in parts):
+        lines.append("the submit did not finish: run the same `digest batch submit` again")
     elif all(p.ended for p in parts):
         lines.append(f"every batch has ended: digest batch collect {folder}")
     else:
@@ -211,6 +220,19 @@ def _cost_line(state: BatchState) -> str:
         f"({format_cost(at_batch)} at the Batch price, {1 - BATCH_DISCOUNT:.0%} off "
         f"{state.model} list prices, + {format_cost(at_list)} synchronous)"
     )
+
+
+def _say_poll(state: BatchState) -> None:
+    """One stderr line per poll of `collect --wait`."""
+    running = [p for p in state.parts if not p.ended]
+    if running:
+        done = sum(p.request_counts.completed + p.request_counts.failed for p in state.parts)
+        total = sum(p.requests for p in state.parts)
+        say(
+            f"waiting: {len(running)} of {len(state.parts)} batch(es) not ended, "
+            f"{done}/{total} requests answered",
+            err=True,
+        )
 
 
 def _settings(state: BatchState, overrides: dict, *, key: bool = True) -> Settings:
@@ -269,6 +291,7 @@ def collect_command(
             poll_s=poll_interval,
             progress=BarProgress() if settings.progress else None,
             sinks=sinks,
+            on_poll=_say_poll if wait else None,
         )
     finally:
         if (folder / "manifest.json").exists():
