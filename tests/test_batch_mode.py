@@ -476,3 +476,24 @@ def test_collect_while_a_batch_runs_caches_the_ended_ones_valid_answers(servers,
     reference = sync_run(servers, corpus, tmp_path, faults={"schema": 0.3}, seed=4)
     assert summaries(folder) == summaries(reference)
     assert errors(folder) == errors(reference)
+
+
+def test_a_cancelled_batch_keeps_its_answers_and_the_rest_is_asked(servers, corpus, tmp_path):
+    import openai
+
+    server = servers(batch=BatchConfig(polls_per_status=4))
+    folder = tmp_path / "b"
+    submit(server, corpus, folder)
+    (part,) = load_state(folder).parts
+    client = openai.OpenAI(base_url=server.base_url, api_key=FAKE_KEY, max_retries=0)
+    while client.batches.retrieve(part.batch_id).request_counts.completed == 0:
+        pass  # in progress, some lines answered
+    client.batches.cancel(part.batch_id)
+    answered = batch_stats(server)["lines_answered"]
+    assert 0 < answered < PAIRS
+    out = collect(folder).output
+    assert f"batch results: {answered} answered, 0 error line(s)" in out
+    assert f"{PAIRS - answered} without a line" in out
+    assert load_state(folder).parts[0].status == "cancelled"
+    assert server.stats()["requests"] == PAIRS - answered
+    assert summaries(folder) == summaries(sync_run(servers, corpus, tmp_path))
