@@ -135,7 +135,10 @@ def _resumable(settings: Settings, paths: list[Path], follow_symlinks: bool) -> 
     for path in found:
         if path.parent.name == LATEST_BATCH:
             continue
-        state = load_state(path.parent)
+        try:
+            state = load_state(path.parent)
+        except InputError:
+            continue  # an unreadable folder is no submit of these inputs
         if state.collected_at is None and _same(state, settings, paths, follow_symlinks):
             return path.parent
     return None
