@@ -365,6 +365,7 @@ def test_a_submit_cut_after_create_resumes_without_a_second_batch(
 
     monkeypatch.setattr(BatchAPI, "create", create_then_crash)
     assert submit(server, corpus, folder, code=130).exit_code == 130
+    assert (tmp_path / "latest-batch").readlink() == Path("b")  # pointed to before any upload
     state = load_state(folder)
     assert state.parts[0].file_id is not None and state.parts[0].batch_id is None
     assert "the submit did not finish" in digest("batch", "status", folder).output

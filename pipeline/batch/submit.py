@@ -10,6 +10,7 @@ request is ever submitted twice.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,8 +70,10 @@ def submit(
     follow_symlinks: bool = False,
     limits: Limits | None = None,
     dry_run: bool = False,
+    on_folder: Callable[[Path], object] | None = None,
 ) -> SubmitResult:
-    """Submit the uncached pairs of `paths` (or resume the unfinished submit of the same)."""
+    """Submit the uncached pairs of `paths` (or resume the unfinished submit of the same);
+    `on_folder` hears of the batch folder as soon as its batch.json exists."""
     if settings.resolved_provider != "openai":
         raise ConfigError(
             "batch mode needs the openai provider: set OPENAI_API_KEY (and --base-url for "
@@ -83,6 +86,8 @@ def submit(
         pairs = Pairs(state.abstracts, state.pairs, state.cached)
         if dry_run:
             return SubmitResult(previous, pairs, state.parts, resumed=True, dry_run=True)
+        if on_folder is not None:
+            on_folder(previous)
         return _send(previous, settings, pairs, resumed=True)
     folder = None if dry_run else new_run_dir(settings, prefix="batch")
     if folder is not None:
@@ -112,6 +117,8 @@ def submit(
         parts=parts,
     )
     save_state(folder, state)
+    if on_folder is not None:
+        on_folder(folder)
     return _send(folder, settings, pairs, resumed=False)
 
 

@@ -92,18 +92,14 @@ def submit_command(
 
     settings = settings_from_flags(config_path, no_progress, flags)
     say(describe_backend(settings), err=True)
-    result = None
-    try:
-        result = submit(
-            settings,
-            list(paths),
-            follow_symlinks=follow_symlinks,
-            limits=Limits(max_requests=max_requests, max_bytes=max_bytes),
-            dry_run=dry_run,
-        )
-    finally:
-        if result is None or result.folder is not None:
-            _point(result.folder if result else settings.out_dir, dry_run)
+    result = submit(
+        settings,
+        list(paths),
+        follow_symlinks=follow_symlinks,
+        limits=Limits(max_requests=max_requests, max_bytes=max_bytes),
+        dry_run=dry_run,
+        on_folder=lambda folder: point_latest(folder, LATEST_BATCH),  # before any upload
+    )
     pairs, parts = result.pairs, result.parts
     requests = sum(p.requests for p in parts)
     say(
@@ -128,11 +124,6 @@ def submit_command(
             f"in {where}{resumed}"
         )
     say(f"next: digest batch status {where}; then digest batch collect {where}")
-
-
-def _point(folder: Path | None, dry_run: bool) -> None:
-    if folder is not None and not dry_run and folder.is_dir():
-        point_latest(folder, LATEST_BATCH)
 
 
 @batch_group.command("status")
