@@ -498,3 +498,20 @@ def test_a_cancelled_batch_keeps_its_answers_and_the_rest_is_asked(servers, corp
     assert load_state(folder).parts[0].status == "cancelled"
     assert server.stats()["requests"] == PAIRS - answered
     assert summaries(folder) == summaries(sync_run(servers, corpus, tmp_path))
+
+
+def test_lines_still_invalid_after_the_reasks_fail_as_in_a_synchronous_run(
+    servers, corpus, tmp_path
+):
+    config = {"faults": {"refusal": 0.15, "ungrounded": 0.15}, "seed": 9, "self_correct": False}
+    server = servers(**config)
+    folder = tmp_path / "b"
+    submit(server, corpus, folder)
+    out = collect(folder, code=1).output  # some stages failed: exit 1, all files written
+    assert "failed in" in out and "errors.jsonl" in out
+    reference = sync_run(servers, corpus, tmp_path, **config)
+    assert errors(folder) == errors(reference) and len(errors(folder)) > 0
+    assert summaries(folder) == summaries(reference)
+    assert json.loads((folder / "manifest.json").read_text())["status"] == "failed"
+    again = collect(folder, code=1)  # collected: the same outcome, nothing sent
+    assert "already collected" in again.output

@@ -122,7 +122,6 @@ def read_results(
                     completion,
                     content=redact.optional(completion.content),
                     refusal=redact.optional(completion.refusal),
-                    requests=0,  # not a request of this run: the batch sent it
                 )
                 answers.setdefault(key, FirstAnswer(completion, part.batch_id))
         counts.missing += max(part.requests - seen, 0)
