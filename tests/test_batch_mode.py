@@ -193,7 +193,7 @@ def test_submit_collect_equals_a_synchronous_run(servers, corpus, tmp_path):
     assert sorted(answered) == sorted(line["custom_id"] for line in lines)
     assert answered != [line["custom_id"] for line in lines]
     tokens = load_state(folder).tokens
-    assert tokens.batch_in > 0 and tokens.batch_out > 0 and tokens.reask_in == 0
+    assert tokens.batch_in > 0 and tokens.batch_out > 0 and tokens.sync_in == 0
     cost = (tokens.batch_in * 1.0 + tokens.batch_out * 4.0) / 1e6 * 0.5
     assert f"estimated cost ${cost:.4f} ($" in collected and "at the Batch price" in collected
 

@@ -228,10 +228,10 @@ def collect(
         used = [given[key] for key in given if key not in answers]
         manifest = result.job.manifest
         tokens = manifest.tokens
-        batch_tokens.reask_in = tokens.input - sum(c.tokens_in for c in used)
-        batch_tokens.reask_out = tokens.output - sum(c.tokens_out for c in used)
-        batch_tokens.reask_cached = tokens.cached - sum(c.tokens_cached for c in used)
-        batch_tokens.reask_requests = manifest.requests_sent
+        batch_tokens.sync_in = tokens.input - sum(c.tokens_in for c in used)
+        batch_tokens.sync_out = tokens.output - sum(c.tokens_out for c in used)
+        batch_tokens.sync_cached = tokens.cached - sum(c.tokens_cached for c in used)
+        batch_tokens.sync_requests = manifest.requests_sent
         state.tokens = batch_tokens
         state.collected_at = now()
         save_state(folder, state)

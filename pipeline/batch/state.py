@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -25,16 +25,8 @@ KEYS_FILE = "custom_ids.txt"  # under requests/: every request's custom_id, one 
 LOCK = ".batch.lock"
 LATEST_BATCH = "latest-batch"  # beside the folder: `digest batch status` without a folder
 
-BatchStatus = Literal[
-    "validating",
-    "failed",
-    "in_progress",
-    "finalizing",
-    "completed",
-    "expired",
-    "cancelling",
-    "cancelled",
-]
+# The API's statuses: validating, in_progress, finalizing, cancelling, and these terminal ones
+# (kept as plain strings: a status added to the API must not make batch.json unreadable).
 TERMINAL: frozenset[str] = frozenset({"failed", "completed", "expired", "cancelled"})
 # Settings that do not travel from `submit` to `collect`: secrets, and what each command sets.
 _NOT_STORED = {"api_key", "out_dir", "progress"}
@@ -60,7 +52,7 @@ class BatchPart(BaseModel):
     sha256: str
     file_id: str | None = None  # set once uploaded
     batch_id: str | None = None  # set once the batch is created
-    status: BatchStatus | None = None  # as last seen by `collect` (or `submit`)
+    status: str | None = None  # as last seen by submit, status or collect
     request_counts: RequestCounts = Field(default_factory=RequestCounts)
     output_file_id: str | None = None
     error_file_id: str | None = None
@@ -85,17 +77,17 @@ class BatchPart(BaseModel):
 
 
 class BatchTokens(BaseModel):
-    """Tokens of the batch answers (billed at the Batch price) and of the re-asks about them
-    that `collect` sent synchronously (billed at the list price)."""
+    """Tokens of the batch answers (billed at the Batch price) and of the requests `collect`
+    sent synchronously: re-asks, and pairs without an answer (billed at the list price)."""
 
     model_config = ConfigDict(extra="forbid")
     batch_in: int = 0
     batch_out: int = 0
     batch_cached: int = 0
-    reask_in: int = 0
-    reask_out: int = 0
-    reask_cached: int = 0
-    reask_requests: int = 0
+    sync_in: int = 0
+    sync_out: int = 0
+    sync_cached: int = 0
+    sync_requests: int = 0
 
 
 class LineCounts(BaseModel):
@@ -129,11 +121,6 @@ class BatchState(BaseModel):
     tokens: BatchTokens = Field(default_factory=BatchTokens)
     lines: LineCounts = Field(default_factory=LineCounts)
     collected_at: str | None = None  # when collect last wrote the run folder
-
-    @property
-    def submitted(self) -> list[BatchPart]:
-        """Parts whose batch was created."""
-        return [p for p in self.parts if p.batch_id is not None]
 
     def input_paths(self) -> list[Path]:
         """The input paths, as given when run from the same folder as submit."""

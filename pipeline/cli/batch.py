@@ -197,15 +197,15 @@ def _cost_line(state: BatchState) -> str:
     t = state.tokens
     batch = (
         f"batch answers {format_tokens(t.batch_in)} input, {format_tokens(t.batch_out)} output "
-        f"tokens; {t.reask_requests} synchronous request(s) {format_tokens(t.reask_in)} input, "
-        f"{format_tokens(t.reask_out)} output"
+        f"tokens; {t.sync_requests} synchronous request(s) {format_tokens(t.sync_in)} input, "
+        f"{format_tokens(t.sync_out)} output"
     )
     settings = _settings(state, {}, key=False)
     price = settings.price
     if price is None:
         return f"tokens: {batch}; cost: no price for {state.model!r} (set prices in config.yaml)"
     at_batch = price.cost(t.batch_in, t.batch_cached, t.batch_out) * BATCH_DISCOUNT
-    at_list = price.cost(t.reask_in, t.reask_cached, t.reask_out)
+    at_list = price.cost(t.sync_in, t.sync_cached, t.sync_out)
     return (
         f"tokens: {batch}; estimated cost {format_cost(at_batch + at_list)} "
         f"({format_cost(at_batch)} at the Batch price, {1 - BATCH_DISCOUNT:.0%} off "
