@@ -2,9 +2,9 @@
 create one batch per file, recording each step in batch.json as soon as it is done.
 
 A submit that stops half-way (crash, Ctrl-C, a refused upload) is resumed by running the
-same command again: files already uploaded are not uploaded again, and a batch whose
-create answer was lost is found by its input file id before another is created, so no
-request is ever submitted twice.
+same command again: a recorded upload is not repeated (one whose answer a crash lost is,
+leaving an unused file behind), and a batch whose create answer was lost is found by its
+input file id before another is created, so no request is ever submitted twice.
 """
 
 from __future__ import annotations
