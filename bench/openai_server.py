@@ -62,9 +62,12 @@ from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.text import numbers_in
+
+if TYPE_CHECKING:
+    from bench.batch_api import BatchConfig
 
 AnswerFn = Callable[[str, str], dict[str, Any]]
 
@@ -111,6 +114,7 @@ _REASONS = {
     404: "Not Found",
     405: "Method Not Allowed",
     403: "Forbidden",
+    409: "Conflict",
     413: "Payload Too Large",
     429: "Too Many Requests",
     431: "Request Header Fields Too Large",
@@ -144,6 +148,7 @@ class ServerConfig:
     echo_credentials: bool = False
     basic_auth: str | None = None
     models: str = "ok"
+    batch: BatchConfig | None = None  # Files + Batches API behaviour (bench/batch_api.py)
 
     def __post_init__(self) -> None:
         unknown = set(self.faults) - set(FAULT_NAMES)
@@ -510,6 +515,7 @@ class _Request:
     headers: dict[str, str]
     body: bytes
     keep_alive: bool
+    query: str = ""  # the raw query string (after '?'), for list endpoints
 
 
 @dataclass
@@ -564,8 +570,13 @@ def _retry_headers(wait_s: float) -> dict[str, str]:
     }
 
 
-async def _read_request(reader: asyncio.StreamReader) -> _Request | None:
-    """One HTTP/1.1 request from the stream, or None when the peer closed between requests."""
+async def _read_request(
+    reader: asyncio.StreamReader, body_limit: Callable[[str], int] | None = None
+) -> _Request | None:
+    """One HTTP/1.1 request from the stream, or None when the peer closed between requests.
+
+    ``body_limit(path)`` is the largest body accepted for that path (default ``_MAX_BODY``).
+    """
     try:
         head = await reader.readuntil(b"\r\n\r\n")
     except asyncio.IncompleteReadError as exc:
@@ -584,35 +595,39 @@ async def _read_request(reader: asyncio.StreamReader) -> _Request | None:
         name, sep, value = line.partition(":")
         if sep:
             headers[name.strip().lower()] = value.strip()
-    body = await _read_body(reader, headers)
+    path, _, query = target.partition("?")
+    limit = body_limit(path) if body_limit is not None else _MAX_BODY
+    body = await _read_body(reader, headers, limit)
     connection = headers.get("connection", "").lower()
     keep_alive = connection != "close" if version == "HTTP/1.1" else connection == "keep-alive"
-    return _Request(method, target.split("?", 1)[0], headers, body, keep_alive)
+    return _Request(method, path, headers, body, keep_alive, query)
 
 
-async def _read_body(reader: asyncio.StreamReader, headers: dict[str, str]) -> bytes:
+async def _read_body(
+    reader: asyncio.StreamReader, headers: dict[str, str], limit: int = _MAX_BODY
+) -> bytes:
     if "chunked" in headers.get("transfer-encoding", "").lower():
-        return await _read_chunked(reader)
+        return await _read_chunked(reader, limit)
     try:
         length = int(headers.get("content-length", "0"))
     except ValueError as exc:
         raise _BadRequest(400, "bad content-length") from exc
-    if length > _MAX_BODY or length < 0:
-        raise _BadRequest(413, f"body larger than {_MAX_BODY} bytes")
+    if length > limit or length < 0:
+        raise _BadRequest(413, f"body larger than {limit} bytes")
     return await reader.readexactly(length) if length else b""
 
 
-async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
+async def _read_chunked(reader: asyncio.StreamReader, limit: int = _MAX_BODY) -> bytes:
     parts: list[bytes] = []
     size_total = 0
-    while True:  # bounded by _MAX_BODY: every chunk adds its size or ends the loop
+    while True:  # bounded by limit: every chunk adds its size or ends the loop
         size = int((await reader.readuntil(b"\r\n")).split(b";")[0].strip() or b"0", 16)
         if size == 0:
             await reader.readuntil(b"\r\n")  # trailer section (assumed empty) ends the body
             return b"".join(parts)
         size_total += size
-        if size_total > _MAX_BODY:
-            raise _BadRequest(413, f"body larger than {_MAX_BODY} bytes")
+        if size_total > limit:
+            raise _BadRequest(413, f"body larger than {limit} bytes")
         parts.append(await reader.readexactly(size))
         await reader.readexactly(2)
 
@@ -637,6 +652,9 @@ class OpenAIServer:
         self._conns: set[asyncio.Task[Any]] = set()
         self._slots: asyncio.Semaphore | None = None
         self._port: int | None = None
+        from bench.batch_api import BatchAPI  # late: bench.batch_api imports this module
+
+        self._batch_api = BatchAPI(self, self.config.batch)
 
     # lifecycle
 
@@ -678,8 +696,8 @@ class OpenAIServer:
         self.stop()
 
     def stats(self) -> dict[str, Any]:
-        """A plain-dict snapshot of the counters (safe from any thread)."""
-        return self._stats.snapshot()
+        """A plain-dict snapshot of the counters (safe from any thread); Batch API ones under "batch"."""
+        return {**self._stats.snapshot(), "batch": self._batch_api.stats()}
 
     def _run(self) -> None:
         try:
@@ -739,7 +757,7 @@ class OpenAIServer:
         for _ in range(_MAX_REQUESTS_PER_CONN):
             try:
                 async with asyncio.timeout(self.config.idle_timeout_s):
-                    request = await _read_request(reader)
+                    request = await _read_request(reader, self._batch_api.body_limit)
             except _BadRequest as exc:
                 writer.write(
                     _error(exc.status, str(exc), "invalid_request_error", None).encode(False)
@@ -799,6 +817,8 @@ class OpenAIServer:
             if request.method != "GET":
                 return _error(405, "use GET", "invalid_request_error", "method_not_allowed")
             return self._models(request, path)
+        if path.lstrip("/").split("/", 1)[0] in ("files", "batches"):  # bench/batch_api.py
+            return self._auth_error(request) or self._batch_api.handle(request, path)
         if path == "/_bench/stats":
             return _json(200, self.stats())
         return _error(
@@ -1099,11 +1119,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--taxonomy", type=Path, help="taxonomy YAML for --answer offline")
     p.add_argument("--duration", type=float, help="exit after this many seconds")
     p.add_argument("--stats-file", type=Path, help="write stats() as JSON here on exit")
+    from bench.batch_api import add_cli_arguments
+
+    add_cli_arguments(p)  # --batch-*
     return p
 
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
     """A ServerConfig from parsed command-line arguments."""
+    from bench.batch_api import config_from_args as batch_config_from_args
+
     return ServerConfig(
         port=args.port,
         model=args.model,
@@ -1124,6 +1149,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         max_faults_per_key=args.max_faults_per_key,
         self_correct=not args.no_self_correct,
         script=tuple(s.strip() for s in args.script.split(",") if s.strip()),
+        batch=batch_config_from_args(args),
     )
 
 

@@ -24,7 +24,7 @@ from pipeline.cache import Cache
 from pipeline.config import Settings
 from pipeline.engine.progress import NoProgress, Progress
 from pipeline.engine.schedule import run_in_order
-from pipeline.engine.stage_runner import StageRunner
+from pipeline.engine.stage_runner import FirstAnswer, StageRunner
 from pipeline.engine.stats import RunStats
 from pipeline.errors import FatalBackendError, InputError, RunInterrupted, StorageError
 from pipeline.ingest import MAX_IGNORED_LISTED, Abstract, IngestResult
@@ -58,16 +58,16 @@ class JobResult:
     stats: RunStats
 
 
-def new_run_dir(settings: Settings) -> Path:
-    """`--out` if given, else a fresh timestamped folder under outputs/."""
+def new_run_dir(settings: Settings, prefix: str = "run") -> Path:
+    """`--out` if given, else a fresh timestamped folder under outputs/ (`<prefix>-<stamp>`)."""
     if settings.out_dir is not None:
         return settings.out_dir
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    candidate = settings.outputs_root / f"run-{stamp}"
+    candidate = settings.outputs_root / f"{prefix}-{stamp}"
     n = 1
     while candidate.exists():
         n += 1
-        candidate = settings.outputs_root / f"run-{stamp}-{n}"
+        candidate = settings.outputs_root / f"{prefix}-{stamp}-{n}"
     return candidate
 
 
@@ -92,6 +92,7 @@ class _Run:
     started: float
     backend: Backend | None = None
     limiter: Limiter | None = None
+    first_answers: dict[str, FirstAnswer] | None = None
 
     def emit(self, record: SummaryRecord) -> None:
         self.writer.write_record(record)
@@ -163,10 +164,13 @@ def run_job(
     progress: Progress | None = None,
     sinks: Sequence[RecordSink] = (),
     backend: Backend | None = None,
+    first_answers: dict[str, FirstAnswer] | None = None,
 ) -> JobResult:
     """Run every configured stage over the ingested abstracts and write the run folder.
 
     `backend` replaces the one the settings name (tests, embedding applications).
+    `first_answers` (cache key -> answer, e.g. Batch API output lines) stand for the first
+    request of their stage; each one taken is removed from the dict.
     """
     started = time.time()
     taxonomy = load_project_taxonomy(settings)
@@ -191,6 +195,7 @@ def run_job(
         progress=progress or NoProgress(),
         started=started,
         backend=backend,
+        first_answers=first_answers,
     )
     writer.write_manifest(run.manifest("running"))
     status: RunStatus = "fatal"
@@ -257,6 +262,7 @@ async def _run(run: _Run) -> None:
         max_reasks=settings.max_reasks,
         max_tokens=settings.max_tokens,
         force=settings.force,
+        first_answers=run.first_answers,
     )
 
     async def work(abstract: Abstract) -> SummaryRecord:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from pipeline.cache import StageCache
+from pipeline.cache import Cache, StageCache
 from pipeline.config import Settings
 from pipeline.engine.progress import NoProgress
 from pipeline.engine.stage_runner import StageRunner
@@ -82,7 +82,7 @@ class _NoCache:
         return None, False
 
 
-class _ReadOnlyCache:
+class ReadOnlyCache:
     """The stage caches that exist, opened for lookups; a missing one is empty (not created)."""
 
     def __init__(self, settings: Settings, stages: dict[str, Stage]) -> None:
@@ -93,12 +93,14 @@ class _ReadOnlyCache:
             self.stages[name] = StageCache(path, seal) if path.exists() else _NoCache()
 
     def close(self) -> None:
+        """Close the stage caches that were opened."""
         for cache in self.stages.values():
             if isinstance(cache, StageCache):
                 cache.close()
 
 
-def _identity(settings: Settings) -> _Identity:
+def backend_identity(settings: Settings) -> _Identity:
+    """What cache keys need of the backend the settings name, without building it."""
     if settings.resolved_provider == "offline":
         from pipeline.backends.offline import heuristics_version
 
@@ -106,26 +108,33 @@ def _identity(settings: Settings) -> _Identity:
     return _Identity("openai", settings.model)
 
 
-def plan_run(settings: Settings, ingest: IngestResult) -> Plan:
-    """The plan of a run of `settings` over `ingest`: requests, tokens, cost."""
-    taxonomy = load_project_taxonomy(settings)
-    stages = build_stages(settings.stages, settings.prompts_dir, taxonomy)
-    identity = _identity(settings)
-    cache = _ReadOnlyCache(settings, stages)
-    json_object = settings.response_format == "json_object"
-    runner = StageRunner(
+def lookup_runner(
+    settings: Settings, stages: dict[str, Stage], cache: ReadOnlyCache | Cache
+) -> StageRunner:
+    """A StageRunner for cache keys, lookups and stores only: it has no backend to ask."""
+    return StageRunner(
         stages=stages,
-        backend=identity,  # type: ignore[arg-type]
+        backend=backend_identity(settings),  # type: ignore[arg-type]
         cache=cache,  # type: ignore[arg-type]
         stats=RunStats.for_stages(tuple(stages)),
         progress=NoProgress(),
         on_error=lambda record: None,
         params=settings.generation_params,
-        json_object=json_object,
+        json_object=settings.response_format == "json_object",
         max_reasks=0,
         max_tokens=settings.max_tokens,
         force=settings.force,
     )
+
+
+def plan_run(settings: Settings, ingest: IngestResult) -> Plan:
+    """The plan of a run of `settings` over `ingest`: requests, tokens, cost."""
+    taxonomy = load_project_taxonomy(settings)
+    stages = build_stages(settings.stages, settings.prompts_dir, taxonomy)
+    identity = backend_identity(settings)
+    cache = ReadOnlyCache(settings, stages)
+    json_object = settings.response_format == "json_object"
+    runner = lookup_runner(settings, stages, cache)
     plan = Plan(len(ingest.abstracts), identity.name, identity.model, settings.price)
     try:
         for name, stage in stages.items():

@@ -43,6 +43,9 @@ DEFAULT_PRICES: dict[str, Price] = {
     "o4-mini": Price(input=1.10, cached_input=0.275, output=4.40),
 }
 
+# The Batch API bills its requests at half the list price (OpenAI's pricing page, 2025).
+BATCH_DISCOUNT = 0.5
+
 _SNAPSHOT = re.compile(r"-\d{4}-\d{2}-\d{2}$")
 
 

@@ -148,7 +148,8 @@ def _failure_kind(exc: BaseException) -> FailureKind:
     return "backend"
 
 
-def _error_detail(exc: openai.APIStatusError) -> str:
+def error_detail(exc: openai.APIStatusError) -> str:
+    """The server's own message of an error response (at most 300 characters)."""
     body = exc.body
     if isinstance(body, dict):
         error = body.get("error")
@@ -163,7 +164,7 @@ def _error_detail(exc: openai.APIStatusError) -> str:
 def _attempt_detail(exc: BaseException) -> str:
     """One line on what went wrong in an attempt (endpoint text not yet redacted)."""
     if isinstance(exc, openai.APIStatusError):
-        return f"{exc.status_code} {_error_detail(exc)}"
+        return f"{exc.status_code} {error_detail(exc)}"
     if isinstance(exc, openai.APIConnectionError):
         cause = connection_cause(exc)
         if cause is not None:
@@ -320,8 +321,9 @@ def _http_client(settings: Settings):
     return None
 
 
-def _client(settings: Settings) -> AsyncOpenAI:
-    """The SDK client: URL without credentials; a URL's user:password becomes HTTP Basic."""
+def _auth(settings: Settings) -> dict[str, Any]:
+    """The SDK client's key, URL without credentials, and headers (a URL's user:password
+    becomes HTTP Basic)."""
     url = settings.base_url or DEFAULT_BASE_URL
     headers: dict[str, str] = {}
     credentials = url_credentials(url)
@@ -329,14 +331,41 @@ def _client(settings: Settings) -> AsyncOpenAI:
         # Config refuses a key together with URL credentials: one Authorization header.
         headers["Authorization"] = "Basic " + basic_token(*credentials)
     key = settings.api_key.get_secret_value() if settings.api_key else _NO_KEY
+    return {"api_key": key, "base_url": public_url(url), "default_headers": headers or None}
+
+
+def _client(settings: Settings) -> AsyncOpenAI:
+    """The SDK client of the chat requests (no SDK retries: `complete` retries)."""
     return AsyncOpenAI(
-        api_key=key,
-        base_url=public_url(url),
+        **_auth(settings),
         max_retries=0,
         timeout=settings.timeout_s,
-        default_headers=headers or None,
         http_client=_http_client(settings),
     )
+
+
+def sync_client(settings: Settings, *, max_retries: int, timeout_s: float) -> openai.OpenAI:
+    """A blocking SDK client with the same endpoint and credentials (Files and Batches API
+    calls of `digest batch`, retried by the SDK itself)."""
+    return openai.OpenAI(**_auth(settings), max_retries=max_retries, timeout=timeout_s)
+
+
+def request_body(settings: Settings, stage: Stage, messages: list[dict]) -> dict:
+    """The chat-completions body of one request (also each line's `body` in a Batch API file)."""
+    params: dict = {
+        "model": settings.model,
+        "messages": messages,
+        "temperature": settings.temperature,
+        "max_tokens": settings.max_tokens,
+    }
+    if settings.response_format == "json_schema":
+        params["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": stage.name, "schema": stage.json_schema, "strict": True},
+        }
+    else:
+        params["response_format"] = {"type": "json_object"}
+    return params
 
 
 class OpenAIBackend:
@@ -367,20 +396,7 @@ class OpenAIBackend:
         return sum(self.retries_by_stage.values())
 
     def _request(self, stage: Stage, messages: list[dict]) -> dict:
-        params: dict = {
-            "model": self.settings.model,
-            "messages": messages,
-            "temperature": self.settings.temperature,
-            "max_tokens": self.settings.max_tokens,
-        }
-        if self.settings.response_format == "json_schema":
-            params["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": stage.name, "schema": stage.json_schema, "strict": True},
-            }
-        else:
-            params["response_format"] = {"type": "json_object"}
-        return params
+        return request_body(self.settings, stage, messages)
 
     def _wait(self, retry_state) -> float:
         exc = retry_state.outcome.exception()
@@ -438,9 +454,7 @@ class OpenAIBackend:
                 raise self._exhausted(exc, sent) from exc
             if _is_context_length(exc):
                 raise BackendError(
-                    self.redact(
-                        f"abstract too long for the model's context ({_error_detail(exc)})"
-                    ),
+                    self.redact(f"abstract too long for the model's context ({error_detail(exc)})"),
                     kind="context_length",
                     attempts=sent,
                 ) from exc
@@ -468,7 +482,7 @@ class OpenAIBackend:
 
     def _fatal_message(self, exc: openai.APIStatusError) -> str:
         where, settings = self.where, self.settings
-        detail = _error_detail(exc)
+        detail = error_detail(exc)
         if exc.status_code == 401 and url_credentials(settings.base_url) is not None:
             return (
                 f"the endpoint ({where}) rejected the user:password of base_url (401: "
@@ -593,7 +607,7 @@ class OpenAIBackend:
             if exc.status_code == 404 and first is not None:
                 return (
                     f"not found at {where}: GET /models and POST /chat/completions both "
-                    f"answered 404 ({_error_detail(exc)}); {root}, and check the model name "
+                    f"answered 404 ({error_detail(exc)}); {root}, and check the model name "
                     f"({self.settings.model!r})"
                 )
             return self._fatal_message(exc)
@@ -606,5 +620,5 @@ def _answered(exc: BaseException) -> str:
     if isinstance(exc, MalformedResponse):
         return f"200 with {exc}" if exc.http_200 else str(exc)
     if isinstance(exc, openai.APIStatusError):
-        return f"{exc.status_code} ({_error_detail(exc)})"
+        return f"{exc.status_code} ({error_detail(exc)})"
     return str(exc)

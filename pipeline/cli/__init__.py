@@ -23,7 +23,7 @@ from pipeline.redact import url_secrets
 from pipeline.text import terminal_safe
 
 # Each module registers its subcommands on `main` when imported.
-COMMAND_MODULES = ["run", "evaluate", "report", "triage", "assign"]
+COMMAND_MODULES = ["run", "evaluate", "report", "triage", "assign", "batch"]
 
 
 def say(text: str, *, err: bool = False, lines: bool = False) -> None:

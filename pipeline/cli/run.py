@@ -15,7 +15,7 @@ from pipeline.errors import RunInterrupted
 from pipeline.ingest import read_inputs
 from pipeline.job import load_project_taxonomy, new_run_dir, run_job
 from pipeline.pricing import cost_line
-from pipeline.rundir import ERRORS, SUMMARIES
+from pipeline.rundir import ERRORS, SUMMARIES, Manifest
 from pipeline.rundir.writer import ensure_writable_dir
 
 
@@ -94,14 +94,7 @@ def run_command(
         ) from None
     finally:
         point_latest(run_dir)  # RUN_DIR/../latest: `digest triage latest` and friends
-    counts = result.manifest.counts
-    say(
-        f"{counts.unique} abstracts ({counts.inputs} inputs, {counts.duplicates} duplicates) "
-        f"in {result.manifest.elapsed_s:.1f}s"
-    )
-    for name, s in counts.stages.items():
-        dropped = f"  dropped claims {s.dropped}" if s.dropped else ""
-        say(f"  {name:<7} ok {s.ok:>6}  failed {s.failed:>5}  cached {s.cache_hits:>6}{dropped}")
+    say_counts(result.manifest)
     tokens = result.manifest.tokens
     if settings.resolved_provider != "offline":
         say(
@@ -109,13 +102,30 @@ def run_command(
                 result.manifest.model, settings.price, tokens.input, tokens.cached, tokens.output
             )
         )
-    say(f"results: {result.run_dir / SUMMARIES}")
-    say(f"report:  {report.path}")
-    failed = result.stats.failed_stages
+    say_outcome(result.run_dir, result.manifest)
+
+
+def say_counts(manifest: Manifest) -> None:
+    """The closing lines of a run: abstracts, and each stage's ok/failed/cached counts."""
+    counts = manifest.counts
+    say(
+        f"{counts.unique} abstracts ({counts.inputs} inputs, {counts.duplicates} duplicates) "
+        f"in {manifest.elapsed_s:.1f}s"
+    )
+    for name, s in counts.stages.items():
+        dropped = f"  dropped claims {s.dropped}" if s.dropped else ""
+        say(f"  {name:<7} ok {s.ok:>6}  failed {s.failed:>5}  cached {s.cache_hits:>6}{dropped}")
+
+
+def say_outcome(run_dir: Path, manifest: Manifest) -> None:
+    """Where the results are; exit 1 (after saying where they are) when some stage failed."""
+    say(f"results: {run_dir / SUMMARIES}")
+    say(f"report:  {run_dir / 'report.html'}")
+    failed = sum(s.failed for s in manifest.counts.stages.values())
     if failed:
         say(
-            f"{failed} stage result(s) failed in {result.stats.records_failed} abstract(s); "
-            f"see {result.run_dir / ERRORS}",
+            f"{failed} stage result(s) failed in {manifest.counts.records_with_failures} "
+            f"abstract(s); see {run_dir / ERRORS}",
             err=True,
         )
         raise SystemExit(1)

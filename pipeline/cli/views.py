@@ -26,14 +26,15 @@ LATEST = "latest"
 DEFAULT_OUTPUTS = Path("outputs")
 
 
-def resolve_run_dir(path: Path, outputs_root: Path = DEFAULT_OUTPUTS) -> Path:
-    """The run folder a user named: `latest` (when no such folder is here) is outputs/latest."""
-    if path.name == LATEST and not path.exists() and path.parent == Path("."):
-        target = outputs_root / LATEST
+def resolve_run_dir(path: Path, outputs_root: Path = DEFAULT_OUTPUTS, latest: str = LATEST) -> Path:
+    """The run folder a user named: `latest` (when no such folder is here) is outputs/latest
+    (`latest`: the link's name, e.g. `latest-batch` for `digest batch`)."""
+    if path.name == latest and not path.exists() and path.parent == Path("."):
+        target = outputs_root / latest
         if not target.exists():
             raise InputError(
-                f"no {target}: `latest` names the newest run under {outputs_root}/, "
-                "and no run has been written there yet"
+                f"no {target}: `{latest}` names the newest one under {outputs_root}/, "
+                "and none has been written there yet"
             )
         return target
     return path
@@ -54,12 +55,12 @@ class RunDirType(click.Path):
             self.fail(str(exc), param, ctx)
 
 
-def point_latest(run_dir: Path) -> Path | None:
+def point_latest(run_dir: Path, latest: str = LATEST) -> Path | None:
     """Make `latest` beside the run folder point to it (a relative symlink); None if impossible."""
-    link = run_dir.parent / LATEST
-    if run_dir.name == LATEST or not run_dir.is_dir():
+    link = run_dir.parent / latest
+    if run_dir.name == latest or not run_dir.is_dir():
         return None
-    tmp = run_dir.parent / f".{LATEST}.{os.getpid()}.tmp"
+    tmp = run_dir.parent / f".{latest}.{os.getpid()}.tmp"
     try:
         tmp.unlink(missing_ok=True)
         tmp.symlink_to(run_dir.name, target_is_directory=True)

@@ -57,6 +57,15 @@ class Dropped:
         return {"index": self.index, "kind": self.kind, "message": self.message, "item": self.item}
 
 
+@dataclass(frozen=True, slots=True)
+class FirstAnswer:
+    """An answer to the first request of a (stage, abstract) obtained elsewhere: a Batch API
+    output line, validated and re-asked about like one the backend had just returned."""
+
+    completion: Completion
+    batch_id: str
+
+
 @dataclass
 class Answer:
     """The outcome of asking one stage: a valid output or the last error, and what it cost
@@ -165,22 +174,30 @@ async def ask_until_valid(
     json_object: bool,
     max_reasks: int,
     max_tokens: int,
+    first: Completion | None = None,
 ) -> Answer:
     """Ask, validate, and re-ask with the error fed back, at most `max_reasks` times; for a
-    stage with items, re-ask about the rejected items only (see the module docstring)."""
+    stage with items, re-ask about the rejected items only (see the module docstring).
+
+    `first` is an answer to the first request obtained elsewhere (a Batch API output line):
+    it is validated as if the backend had just returned it, and only re-asks are sent.
+    """
     messages = stage.messages(abstract, json_object_mode=json_object)
     answer = Answer(None, None, None, 0, 0, 0)
     partial: _Partial | None = None
     for _ in range(max_reasks + 1):
         answer.attempts += 1
-        try:
-            completion = await backend.complete(stage, abstract, messages)
-        except FatalBackendError:
-            raise
-        except BackendError as exc:
-            answer.requests += exc.attempts
-            answer.error = exc
-            break
+        if first is not None:
+            completion, first = first, None
+        else:
+            try:
+                completion = await backend.complete(stage, abstract, messages)
+            except FatalBackendError:
+                raise
+            except BackendError as exc:
+                answer.requests += exc.attempts
+                answer.error = exc
+                break
         answer.requests += completion.requests
         answer.tokens_in += completion.tokens_in
         answer.tokens_out += completion.tokens_out
@@ -247,6 +264,7 @@ class StageRunner:
         max_reasks: int,
         max_tokens: int,
         force: bool,
+        first_answers: dict[str, FirstAnswer] | None = None,
     ) -> None:
         self.stages = stages
         self.backend = backend
@@ -259,6 +277,8 @@ class StageRunner:
         self.max_reasks = max_reasks if backend.can_reask else 0
         self.max_tokens = max_tokens
         self.force = force
+        # cache key -> first answer; each is taken (removed) when its stage runs.
+        self.first_answers = first_answers if first_answers is not None else {}
 
     def key(self, stage: Stage, abstract: Abstract) -> str:
         """Cache key of one (stage, abstract) under the current settings."""
@@ -272,7 +292,8 @@ class StageRunner:
             abstract_text=abstract.text,
         )
 
-    def _provenance(self, stage: Stage, key: str, **fields: Any) -> Provenance:
+    def provenance(self, stage: Stage, key: str, **fields: Any) -> Provenance:
+        """The provenance of a result of `stage` under the run's backend and settings."""
         return Provenance(
             backend=self.backend.name,
             model=self.backend.model,
@@ -345,11 +366,13 @@ class StageRunner:
         return self.record(abstract, {name: hit[0] for name, hit in hits.items()})
 
     async def run_stage(self, stage: Stage, abstract: Abstract) -> StageResult:
-        """One stage of one abstract: from cache, or asked (and re-asked) until valid."""
+        """One stage of one abstract: from cache, or asked (and re-asked) until valid; a
+        first answer given for its key (`first_answers`) stands for the first request."""
         key = self.key(stage, abstract)
         if (hit := self.cached(stage, abstract, key)) is not None:
             self._count_cached(stage, abstract, *hit)
             return hit[0]
+        first = self.first_answers.pop(key, None)
         started = time.perf_counter()
         answer = await ask_until_valid(
             self.backend,
@@ -358,17 +381,20 @@ class StageRunner:
             json_object=self.json_object,
             max_reasks=self.max_reasks,
             max_tokens=self.max_tokens,
+            first=first.completion if first is not None else None,
         )
-        provenance = self._provenance(
+        provenance = self.provenance(
             stage,
             key,
             attempts=answer.attempts,
             tokens_in=answer.tokens_in,
             tokens_out=answer.tokens_out,
             tokens_cached=answer.tokens_cached,
+            # With a batch answer: the time of the re-asks only (a batch line has none).
             latency_ms=round((time.perf_counter() - started) * 1000, 1),
             cached=False,
             dropped=len(answer.dropped),
+            batch_id=first.batch_id if first is not None else None,
         )
         return self._settle(stage, abstract, key, answer, provenance)
 
@@ -390,14 +416,7 @@ class StageRunner:
             dropped=len(answer.dropped),
         )
         if answer.output is not None:
-            entry: dict[str, Any] = {
-                "stage": stage.name,
-                "output": answer.output,
-                "provenance": provenance.model_dump(mode="json"),
-            }
-            if answer.dropped:
-                entry["dropped"] = [d.as_json() for d in answer.dropped]
-            self.cache.stages[stage.name].put(key, entry)
+            self.store(stage, key, answer, provenance)
             stats.ok += 1
             self._report_dropped(stage, abstract, answer.dropped, answer.requests)
             return StageResult(status="ok", output=answer.output, provenance=provenance)
@@ -422,6 +441,18 @@ class StageRunner:
             error=StageError(kind=error.kind, message=message),
             provenance=provenance,
         )
+
+    def store(self, stage: Stage, key: str, answer: Answer, provenance: Provenance) -> None:
+        """Cache a valid answer: the one record format of the synchronous and the batch path."""
+        assert answer.output is not None
+        entry: dict[str, Any] = {
+            "stage": stage.name,
+            "output": answer.output,
+            "provenance": provenance.model_dump(mode="json"),
+        }
+        if answer.dropped:
+            entry["dropped"] = [d.as_json() for d in answer.dropped]
+        self.cache.stages[stage.name].put(key, entry)
 
     def _report_dropped(
         self, stage: Stage, abstract: Abstract, dropped: list[Dropped], attempts: int

@@ -67,6 +67,7 @@ class Provenance(BaseModel):
     latency_ms: float = 0.0
     cached: bool = False
     dropped: int = 0  # items (claims) left out of the output as invalid; see errors.jsonl
+    batch_id: str | None = None  # the Batch API batch that answered it (`digest batch`)
 
 
 class StageError(BaseModel):
