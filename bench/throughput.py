@@ -58,12 +58,12 @@ API_KEY = "bench-key"
 
 
 def _stages():
-    from pipeline.config import PACKAGE_PROMPTS_DIR, STAGES
-    from pipeline.stages import build_stages
+    from pipeline.prompts import PACKAGE_PROMPTS_DIR
+    from pipeline.stages import build_stages, stage_names
     from pipeline.taxonomy import load_taxonomy
 
     taxonomy = load_taxonomy(PACKAGE_PROMPTS_DIR / "taxonomy.yaml")
-    return build_stages(STAGES, PACKAGE_PROMPTS_DIR, taxonomy)
+    return build_stages(stage_names(), PACKAGE_PROMPTS_DIR, taxonomy)
 
 
 def request_params(n: int) -> list[dict[str, Any]]:

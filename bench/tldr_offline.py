@@ -15,9 +15,8 @@ import argparse
 import time
 from pathlib import Path
 
-from pipeline.evaluate import read_scitldr
-
 from pipeline.evaluation.rouge import PROTOCOLS, ROUGE_TYPES, lead1, oracle_sentence, score_rouge
+from pipeline.evaluation.tasks import read_scitldr
 from pipeline.offline.tldr import extract_tldr
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

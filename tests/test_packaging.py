@@ -37,3 +37,20 @@ def test_the_package_finds_its_prompts_through_importlib_resources():
 
     assert (PACKAGE_PROMPTS_DIR / "taxonomy.yaml").is_file()
     assert (PACKAGE_PROMPTS_DIR / "claimed_result.md").is_file()
+
+
+def test_every_benchmark_script_imports():
+    """bench/ is run by hand, so a stale import there would go unnoticed until someone does."""
+    import importlib
+    import pkgutil
+
+    import bench
+
+    names = [m.name for m in pkgutil.iter_modules(bench.__path__)]
+    assert "throughput" in names and "warm_rerun" in names
+    for name in names:
+        try:
+            importlib.import_module(f"bench.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != "ray":  # the optional extra; everything else must import
+                raise
