@@ -230,6 +230,40 @@ def _followed(messages: list[dict[str, str]], content: str | None, followup: str
     ]
 
 
+@dataclass
+class Answered:
+    """An answer made outside this process (the Ray engine) and how long it took."""
+
+    answer: Answer
+    latency_ms: float
+
+
+def cache_entry(stage: str, answer: Answer, provenance: Provenance) -> dict[str, Any]:
+    """The cache record of an ok answer."""
+    assert answer.output is not None
+    entry: dict[str, Any] = {
+        "stage": stage,
+        "output": answer.output,
+        "provenance": provenance.model_dump(mode="json"),
+    }
+    if answer.dropped:
+        entry["dropped"] = [d.as_json() for d in answer.dropped]
+    return entry
+
+
+def report_progress(progress: Progress, stage: str, answer: Answer) -> None:
+    """Tell the progress watcher that one asked stage finished."""
+    progress.stage_done(
+        stage,
+        ok=answer.output is not None,
+        cached=False,
+        tokens_in=answer.tokens_in,
+        tokens_out=answer.tokens_out,
+        tokens_cached=answer.tokens_cached,
+        dropped=len(answer.dropped),
+    )
+
+
 class StageRunner:
     """Runs stages of abstracts with one backend and one cache, keeping the run's counts."""
 
@@ -247,6 +281,7 @@ class StageRunner:
         max_reasks: int,
         max_tokens: int,
         force: bool,
+        answered: dict[str, Answered] | None = None,
     ) -> None:
         self.stages = stages
         self.backend = backend
@@ -259,6 +294,8 @@ class StageRunner:
         self.max_reasks = max_reasks if backend.can_reask else 0
         self.max_tokens = max_tokens
         self.force = force
+        # Answers made elsewhere (the Ray engine), by cache key: settled like fresh ones.
+        self.answered = answered if answered is not None else {}
 
     def key(self, stage: Stage, abstract: Abstract) -> str:
         """Cache key of one (stage, abstract) under the current settings."""
@@ -281,6 +318,22 @@ class StageRunner:
             schema_version=SCHEMA_VERSION,
             cache_key=key,
             **fields,
+        )
+
+    def provenance_of(
+        self, stage: Stage, key: str, answer: Answer, latency_ms: float
+    ) -> Provenance:
+        """The provenance of a fresh answer."""
+        return self._provenance(
+            stage,
+            key,
+            attempts=answer.attempts,
+            tokens_in=answer.tokens_in,
+            tokens_out=answer.tokens_out,
+            tokens_cached=answer.tokens_cached,
+            latency_ms=latency_ms,
+            cached=False,
+            dropped=len(answer.dropped),
         )
 
     def cached(
@@ -330,7 +383,10 @@ class StageRunner:
         """The summary record of an abstract whose every stage is cached, else None."""
         hits: dict[str, tuple[StageResult, list[Dropped]]] = {}
         for name, stage in self.stages.items():
-            hit = self.cached(stage, abstract, self.key(stage, abstract))
+            key = self.key(stage, abstract)
+            if key in self.answered:
+                return None
+            hit = self.cached(stage, abstract, key)
             if hit is None:
                 return None
             hits[name] = hit
@@ -341,57 +397,47 @@ class StageRunner:
     async def run_stage(self, stage: Stage, abstract: Abstract) -> StageResult:
         """One stage of one abstract: from cache, or asked (and re-asked) until valid."""
         key = self.key(stage, abstract)
-        if (hit := self.cached(stage, abstract, key)) is not None:
-            self._count_cached(stage, abstract, *hit)
-            return hit[0]
-        started = time.perf_counter()
-        answer = await ask_until_valid(
-            self.backend,
-            stage,
-            abstract.text,
-            json_object=self.json_object,
-            max_reasks=self.max_reasks,
-            max_tokens=self.max_tokens,
-        )
-        provenance = self._provenance(
-            stage,
-            key,
-            attempts=answer.attempts,
-            tokens_in=answer.tokens_in,
-            tokens_out=answer.tokens_out,
-            tokens_cached=answer.tokens_cached,
-            latency_ms=round((time.perf_counter() - started) * 1000, 1),
-            cached=False,
-            dropped=len(answer.dropped),
-        )
-        return self._settle(stage, abstract, key, answer, provenance)
+        remote = self.answered.pop(key, None)
+        if remote is not None:
+            answer, latency_ms = remote.answer, remote.latency_ms
+        else:
+            if (hit := self.cached(stage, abstract, key)) is not None:
+                self._count_cached(stage, abstract, *hit)
+                return hit[0]
+            started = time.perf_counter()
+            answer = await ask_until_valid(
+                self.backend,
+                stage,
+                abstract.text,
+                json_object=self.json_object,
+                max_reasks=self.max_reasks,
+                max_tokens=self.max_tokens,
+            )
+            latency_ms = round((time.perf_counter() - started) * 1000, 1)
+        provenance = self.provenance_of(stage, key, answer, latency_ms)
+        # A remote answer was cached and shown in the progress when it arrived.
+        return self._settle(stage, abstract, key, answer, provenance, fresh=remote is None)
 
     def _settle(
-        self, stage: Stage, abstract: Abstract, key: str, answer: Answer, provenance: Provenance
+        self,
+        stage: Stage,
+        abstract: Abstract,
+        key: str,
+        answer: Answer,
+        provenance: Provenance,
+        *,
+        fresh: bool = True,
     ) -> StageResult:
         stats = self.stats.stages[stage.name]
         stats.calls += answer.requests
         stats.tokens_in += answer.tokens_in
         stats.tokens_out += answer.tokens_out
         stats.tokens_cached += answer.tokens_cached
-        self.progress.stage_done(
-            stage.name,
-            ok=answer.output is not None,
-            cached=False,
-            tokens_in=answer.tokens_in,
-            tokens_out=answer.tokens_out,
-            tokens_cached=answer.tokens_cached,
-            dropped=len(answer.dropped),
-        )
+        if fresh:
+            report_progress(self.progress, stage.name, answer)
         if answer.output is not None:
-            entry: dict[str, Any] = {
-                "stage": stage.name,
-                "output": answer.output,
-                "provenance": provenance.model_dump(mode="json"),
-            }
-            if answer.dropped:
-                entry["dropped"] = [d.as_json() for d in answer.dropped]
-            self.cache.stages[stage.name].put(key, entry)
+            if fresh:
+                self.cache.stages[stage.name].put(key, cache_entry(stage.name, answer, provenance))
             stats.ok += 1
             self._report_dropped(stage, abstract, answer.dropped, answer.requests)
             return StageResult(status="ok", output=answer.output, provenance=provenance)
