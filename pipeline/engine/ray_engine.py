@@ -476,4 +476,3 @@ def _take(
         answered[key] = Answered(answer, pair["ms"])
     if fatal is not None:
         raise FatalBackendError(fatal, attempts=0)
-
