@@ -176,18 +176,13 @@ def test_a_key_revoked_mid_run_stops_the_ray_run_as_fatal(tmp_path, corpus, loca
 
 
 @needs_ray
-def test_a_refused_key_exits_3_before_ray_starts(tmp_path, corpus, local_ray, monkeypatch):
-    import pipeline.engine.ray_engine as ray_engine
-
-    def no_ray(settings):
-        raise AssertionError("Ray started although the preflight failed")
-
-    monkeypatch.setattr(ray_engine, "ray_session", no_ray)
+def test_a_refused_key_exits_3_without_a_stage_request(tmp_path, corpus, local_ray):
     config = ServerConfig(api_key="sk-the-right-key-1234567890", seed=SEED)
     with OpenAIServer(config, answer_fn=answer) as server:
         result = _cli(tmp_path, corpus, "--base-url", server.base_url, "--engine", "ray")
         assert server.stats()["requests"] == 0
     assert result.exit_code == 3
+    assert result.stderr.count("error:") == 1
     assert "rejected the API key (401" in result.stderr
 
 

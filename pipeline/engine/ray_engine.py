@@ -28,6 +28,7 @@ import logging
 import math
 import os
 import signal
+import threading
 import time
 import uuid
 from collections import Counter
@@ -71,6 +72,7 @@ RAY_EXTRA = "pip install -e '.[ray]'"
 BATCH_SIZE = 32
 # The local instance's object store: results are small, the default (30% of RAM) is not.
 LOCAL_OBJECT_STORE_BYTES = 512 * 1024 * 1024
+OUTPUT_BLOCK_BYTES = 1024
 
 
 def require_ray() -> None:
@@ -414,14 +416,26 @@ def run_on_ray(
     pending = pending_pairs(runner, abstracts)
     if not pending.pairs:
         return {}
-    backend.preflight(settings)
     answered: dict[str, Answered] = {}
+    started = time.perf_counter()
+    # The endpoint is checked from the driver while Ray starts: a bad key or URL stops the
+    # run before any stage request, without waiting for Ray start-up and then the check.
+    failed: list[BaseException] = []
+    check = threading.Thread(target=_preflight, args=(backend, settings, failed), daemon=True)
+    check.start()
     try:
         with _sigterm_interrupts(), ray_session(settings) as ray:
+            log.info("ray: connected in %.1fs", time.perf_counter() - started)
+            check.join()
+            if failed:
+                raise failed[0]
             actors = actor_count(settings, ray)
             ctx = ray.data.DataContext.get_current()
             ctx.enable_progress_bars = False
             ctx.print_on_execution_start = False
+            # Each batch's answers leave the actor as a block of their own, so the driver
+            # caches them as they come (the default bundles a whole task's output).
+            ctx.target_max_block_size = OUTPUT_BLOCK_BYTES
             rows = pending.rows()
             ds = ray.data.from_items(rows, override_num_blocks=min(actors, len(rows)))
             ds = ds.map_batches(
@@ -442,10 +456,21 @@ def run_on_ray(
                 actors,
             )
             for row in ds.iter_rows():
+                if not answered:
+                    log.info("ray: first answers after %.1fs", time.perf_counter() - started)
                 _take(json.loads(row["result"]), pending, runner, backend, progress, answered)
+            log.info("ray: all answers after %.1fs", time.perf_counter() - started)
     except KeyboardInterrupt:
         raise RunInterrupted("stopped by SIGINT") from None
+    log.info("ray: done after %.1fs", time.perf_counter() - started)
     return answered
+
+
+def _preflight(backend: RayBackend, settings: Settings, failed: list[BaseException]) -> None:
+    try:
+        backend.preflight(settings)
+    except BaseException as exc:  # handed to the driver's thread, raised there
+        failed.append(exc)
 
 
 def _take(
