@@ -18,14 +18,18 @@ which other sessions used more than ``--max-foreign`` cores is measured again.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
+import secrets
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,18 +67,37 @@ def _proc_cpu(pid: int) -> float:
     return t.user + t.system
 
 
+# The instance this script starts checks a token (Ray's default since 2.59): a fresh one,
+# given to `ray start` and to the runs that connect, and stored nowhere.
+RAY_AUTH = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+ENGINES = {  # label -> (--engine, connect to the running Ray instance)
+    "local": ("local", False),
+    "ray": ("ray", False),
+    "ray-running": ("ray", True),
+}
+
+
 def run_once(
-    engine: str, server: Server, inputs: Path, work: Path, args: argparse.Namespace
+    engine: str,
+    server: Server,
+    inputs: Path,
+    work: Path,
+    args: argparse.Namespace,
+    ray_address: str | None = None,
 ) -> tuple[Run, Path]:
     """One `digest run` with a fresh cache; its figures and its summaries file."""
     out, cache = work / f"run-{engine}", work / f"cache-{engine}"
     shutil.rmtree(out, ignore_errors=True)
     shutil.rmtree(cache, ignore_errors=True)
+    flag, running = ENGINES[engine]
     cmd = [PYTHON, "-m", "pipeline", "run", str(inputs), "--base-url", server.base_url]
     cmd += ["--model", MODEL, "--concurrency", str(args.in_flight), "--no-progress"]
-    cmd += ["--engine", engine, "--out", str(out), "--cache-dir", str(cache)]
+    cmd += ["--engine", flag, "--out", str(out), "--cache-dir", str(cache)]
     env = {**os.environ, "OPENAI_API_KEY": "bench-key"}
     env.pop("RAY_ADDRESS", None)
+    if running:
+        assert ray_address is not None
+        env.update(RAY_ADDRESS=ray_address, **RAY_AUTH)
     assert server.proc is not None
     before = server.stats()["requests"]
     busy0, _ = _machine_jiffies()
@@ -123,7 +146,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-foreign", type=float, default=0.15, help="measure a pair again when other load exceeded this many cores")  # fmt: skip
     p.add_argument("--retries", type=int, default=2)
     p.add_argument("--json", type=Path, help="write every run's figures here")
+    p.add_argument("--engines", nargs="+", default=["local", "ray", "ray-running"], choices=list(ENGINES), help="ray-running: RAY_ADDRESS of a Ray instance this script starts once (`ray start --head`), so ray.init is not in the run")  # fmt: skip
     args = p.parse_args(argv)
+    if args.engines[0] != "local":
+        raise SystemExit("--engines: the first must be local (the ratios are against it)")
 
     print(machine_note())
     print(
@@ -132,46 +158,52 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.in_flight}; fresh cache per run\n",
         flush=True,
     )
-    pairs: list[tuple[Run, Run, bool]] = []
-    with tempfile.TemporaryDirectory(prefix="ray-engine-") as tmp, Server(latency=args.latency) as server:  # fmt: skip
-        work = Path(tmp)
+    pairs: list[tuple[dict[str, Run], bool]] = []
+    with contextlib.ExitStack() as stack:
+        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ray-engine-")))
+        server = stack.enter_context(Server(latency=args.latency))
+        address = stack.enter_context(running_ray(work)) if "ray-running" in args.engines else None
         inputs = write_jsonl(work / "abstracts.jsonl", args.abstracts)
         # Every sample's answers computed once by the server, and the imports warm, unmeasured.
         run_once("local", server, write_jsonl(work / "warm.jsonl", 57), work, args)
         for k in range(args.pairs):
-            order = ("local", "ray") if k % 2 == 0 else ("ray", "local")
+            order = args.engines if k % 2 == 0 else args.engines[::-1]
             for attempt in range(1 + args.retries):
                 got: dict[str, Run] = {}
                 files: dict[str, Path] = {}
                 for engine in order:
                     busy = wait_quiet(args.quiet_below, args.quiet_wait)
-                    got[engine], files[engine] = run_once(engine, server, inputs, work, args)
+                    got[engine], files[engine] = run_once(
+                        engine, server, inputs, work, args, address
+                    )
                     r = got[engine]
                     print(
-                        f"  {engine:5} {r.rate:6.1f} req/s e2e, {r.phase_rate:6.1f} request "
+                        f"  {engine:11} {r.rate:6.1f} req/s e2e, {r.phase_rate:6.1f} request "
                         f"phase, wall {r.wall:5.1f}s, first request {r.to_first_request_s:4.1f}s, "
                         f"{r.requests} requests, exit {r.exit_code}, other load "
                         f"{r.foreign_cores:.2f} cores (machine at {busy:.2f} before)",
                         flush=True,
                     )
-                same = without_timing(files["local"]) == without_timing(files["ray"])
+                base = without_timing(files["local"])
+                same = all(without_timing(f) == base for f in files.values())
                 foreign = max(r.foreign_cores for r in got.values())
                 if foreign <= args.max_foreign or attempt == args.retries:
                     break
-                print(f"    (other load {foreign:.2f} cores: pair measured again)", flush=True)
-            print(
-                f"pair {k + 1}: ray/local {got['ray'].rate / got['local'].rate:.2f}x e2e, "
-                f"{got['ray'].phase_rate / got['local'].phase_rate:.2f}x request phase; "
-                f"summaries identical but timing: {same}",
-                flush=True,
+                print(f"    (other load {foreign:.2f} cores: set measured again)", flush=True)
+            local = got["local"]
+            ratios = ", ".join(
+                f"{e} {got[e].rate / local.rate:.2f}x e2e / "
+                f"{got[e].phase_rate / local.phase_rate:.2f}x phase"
+                for e in args.engines[1:]
             )
-            pairs.append((got["local"], got["ray"], same))
+            print(f"set {k + 1}: {ratios}; summaries identical but timing: {same}", flush=True)
+            pairs.append((got, same))
 
     if args.json:
         args.json.write_text(
-            json.dumps([[vars(a), vars(b), same] for a, b, same in pairs], indent=1)
+            json.dumps([[{e: vars(r) for e, r in got.items()}, same] for got, same in pairs])
         )
-    clean = [t for t in pairs if max(t[0].foreign_cores, t[1].foreign_cores) <= args.max_foreign]
+    clean = [t for t in pairs if max(r.foreign_cores for r in t[0].values()) <= args.max_foreign]
     used = clean or pairs
 
     def med(values) -> float:
@@ -181,14 +213,14 @@ def main(argv: list[str] | None = None) -> int:
         (
             engine,
             f"{len(clean)}/{len(pairs)}",
-            f"{med(t[i].rate for t in used):.1f}",
-            f"{med(t[i].rate / t[0].rate for t in used):.2f}x",
-            f"{med(t[i].phase_rate for t in used):.1f}",
-            f"{med(t[i].phase_rate / t[0].phase_rate for t in used):.2f}x",
-            f"{med(t[i].wall for t in used):.1f}",
-            f"{med(t[i].to_first_request_s for t in used):.1f}",
+            f"{med(t[0][engine].rate for t in used):.1f}",
+            f"{med(t[0][engine].rate / t[0]['local'].rate for t in used):.2f}x",
+            f"{med(t[0][engine].phase_rate for t in used):.1f}",
+            f"{med(t[0][engine].phase_rate / t[0]['local'].phase_rate for t in used):.2f}x",
+            f"{med(t[0][engine].wall for t in used):.1f}",
+            f"{med(t[0][engine].to_first_request_s for t in used):.1f}",
         )
-        for i, engine in ((0, "local (1 process)"), (1, "ray (2 actors)"))
+        for engine in args.engines
     ]
     print(
         f"\n### digest run, {args.abstracts} abstracts x 3 stages, {args.latency * 1000:.0f} ms "
@@ -198,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         md_table(
             [
                 "engine",
-                "clean pairs",
+                "clean sets",
                 "req/s e2e",
                 "vs local e2e",
                 "req/s request phase",
@@ -209,14 +241,47 @@ def main(argv: list[str] | None = None) -> int:
             rows,
         )
     )
-    identical = all(t[2] for t in pairs)
+    identical = all(t[1] for t in pairs)
     print(
-        f"\nMedians over pairs{'' if clean else ' (no clean pair: contended figures)'}. e2e = "
+        f"\nMedians over sets{'' if clean else ' (no clean set: contended figures)'}. e2e = "
         "requests / wall of the whole command; request phase = requests / (first to last "
-        "arrival at the server + latency). summaries.jsonl byte-identical once latency_ms "
-        f"is dropped, in every pair: {identical}"
+        "arrival at the server + latency). ray = `--engine ray` starting its own local Ray "
+        "instance; ray-running = connecting to one started before (RAY_ADDRESS). "
+        "summaries.jsonl byte-identical to the local engine's once latency_ms is dropped, "
+        f"in every set: {identical}"
     )
     return 0 if identical else 1
+
+
+@contextlib.contextmanager
+def running_ray(work: Path):
+    """`ray start --head --block` with this machine's cores, stopped (by its pid) at the end."""
+    cmd = [PYTHON, "-m", "ray.scripts.scripts", "start", "--head", "--block", "--port=0"]
+    cmd += [f"--num-cpus={os.cpu_count()}", "--include-dashboard=false", "--disable-usage-stats"]
+    cmd += [f"--object-store-memory={512 * 1024 * 1024}"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **RAY_AUTH}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)  # fmt: skip
+    assert proc.stdout is not None
+    address, lines = None, []
+    for line in proc.stdout:
+        lines.append(line)
+        if "ray start --address=" in line:
+            address = line.split("--address=", 1)[1].strip().strip("'\"")
+        if "--block" in line and address:
+            break
+    if address is None:
+        proc.terminate()
+        raise RuntimeError("ray start did not say its address:\n" + "".join(lines[-20:]))
+    threading.Thread(target=proc.stdout.read, daemon=True).start()  # keep its pipe drained
+    print(f"(a Ray instance runs at {address} for the ray-running engine)", flush=True)
+    try:
+        yield address
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 if __name__ == "__main__":

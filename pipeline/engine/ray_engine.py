@@ -380,10 +380,17 @@ def ray_session(settings: Settings) -> Iterator[Any]:
     if ray.is_initialized():
         yield ray
         return
-    if os.environ.get("RAY_ADDRESS"):
-        ray.init(logging_level=logging.WARNING, log_to_driver=False)
+    if address := os.environ.get("RAY_ADDRESS"):
+        try:
+            ray.init(logging_level=logging.WARNING, log_to_driver=False)
+        except ConnectionError as exc:
+            raise ConfigError(
+                f"cannot connect to the Ray cluster at RAY_ADDRESS={address} ({exc}); check "
+                "the address, and the token if the cluster checks one (RAY_AUTH_TOKEN)"
+            ) from None
     else:
         ray.init(
+            address="local",  # a new instance, never one that `ray start` left running
             num_cpus=os.cpu_count() or 1,
             include_dashboard=False,
             object_store_memory=LOCAL_OBJECT_STORE_BYTES,
