@@ -48,6 +48,7 @@ def local_ray():
     import ray
 
     ray.init(
+        address="local",  # never a cluster some `ray start` left behind
         num_cpus=2,
         include_dashboard=False,
         object_store_memory=200 * 1024 * 1024,

@@ -437,6 +437,9 @@ def run_on_ray(
             if failed:
                 raise failed[0]
             actors = actor_count(settings, ray)
+            # Ray Data's own notes (execution finished, progress bars off) are not ours to
+            # print; its errors still are.
+            logging.getLogger("ray.data").setLevel(logging.ERROR)
             ctx = ray.data.DataContext.get_current()
             ctx.enable_progress_bars = False
             ctx.print_on_execution_start = False
