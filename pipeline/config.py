@@ -73,6 +73,12 @@ class Settings(BaseModel):
     outputs_root: Path = Path("outputs")
     force: bool = False
     progress: bool = True
+    engine: Literal["local", "ray"] = Field(
+        default="local", description="local: one process; ray: the stages on Ray Data"
+    )
+    ray_actors: int | None = Field(
+        default=None, ge=1, description="Ray engine actors (default: one per CPU Ray offers)"
+    )
     prices: dict[str, Price] = Field(
         default_factory=dict, description="USD per 1M tokens by model, over the defaults"
     )

@@ -143,7 +143,8 @@ class _Run:
             ),
             requests_sent=sum(c.backend_calls for c in stages.values()),
             transport_retries=getattr(backend, "transport_retries", 0),
-            rate_limit_pauses=self.limiter.backoffs if self.limiter else 0,
+            rate_limit_pauses=(self.limiter.backoffs if self.limiter else 0)
+            + getattr(backend, "rate_limit_pauses", 0),
             skipped_inputs=self.ingest.skipped[:100],
             ignored_files=self.ingest.ignored[:MAX_IGNORED_LISTED],
             schema_version=SCHEMA_VERSION,
@@ -168,7 +169,9 @@ def run_job(
 ) -> JobResult:
     """Run every configured stage over the ingested abstracts and write the run folder.
 
-    `backend` replaces the one the settings name (tests, embedding applications).
+    `backend` replaces the one the settings name (tests, embedding applications); the
+    stages then run in this process whatever the engine. With `engine: ray` the uncached
+    stages are asked on Ray first (pipeline/engine/ray_engine.py), then settled here.
     `first_answers` (cache key -> answer, e.g. Batch API output lines) stand for the first
     request of their stage; each one taken is removed from the dict.
     """
@@ -201,7 +204,16 @@ def run_job(
     status: RunStatus = "fatal"
     failing = True
     try:
-        asyncio.run(_run(run))
+        runner = _prepare(run)
+        run.progress.start(len(run.ingest.abstracts), tuple(run.stages))
+        if settings.engine == "ray" and backend is None:
+            from pipeline.engine.ray_engine import RayBackend, run_on_ray
+
+            assert isinstance(run.backend, RayBackend)
+            runner.answered = run_on_ray(
+                settings, runner, run.backend, run.ingest.abstracts, run.progress
+            )
+        asyncio.run(_run(run, runner))
         status = "ok" if run.stats.failed_stages == 0 else "failed"
         failing = False
     except RunInterrupted:
@@ -241,16 +253,22 @@ def _close_run(run: _Run, manifest: Manifest, *, quiet: bool) -> None:
         raise first
 
 
-async def _run(run: _Run) -> None:
+def _prepare(run: _Run) -> StageRunner:
+    """The run's limiter, backend and stage runner."""
     settings = run.settings
     run.limiter = Limiter(
         max_concurrency=settings.max_concurrency,
         requests_per_minute=settings.requests_per_minute,
         tokens_per_minute=settings.tokens_per_minute,
     )
-    if run.backend is None:
+    if run.backend is None and settings.engine == "ray":
+        from pipeline.engine.ray_engine import RayBackend, check_engine
+
+        check_engine(settings)
+        run.backend = RayBackend(settings, run.limiter)
+    elif run.backend is None:
         run.backend = make_backend(settings, run.limiter, run.taxonomy)
-    runner = StageRunner(
+    return StageRunner(
         stages=run.stages,
         backend=run.backend,
         cache=run.cache,
@@ -265,13 +283,17 @@ async def _run(run: _Run) -> None:
         first_answers=run.first_answers,
     )
 
+
+async def _run(run: _Run, runner: StageRunner) -> None:
+    settings = run.settings
+    assert run.backend is not None
+
     async def work(abstract: Abstract) -> SummaryRecord:
         results = await asyncio.gather(
             *(runner.run_stage(stage, abstract) for stage in run.stages.values())
         )
         return runner.record(abstract, dict(zip(run.stages, results, strict=True)))
 
-    run.progress.start(len(run.ingest.abstracts), tuple(run.stages))
     try:
         await run_in_order(
             run.ingest.abstracts,

@@ -11,6 +11,7 @@ from pipeline.cli import main, say
 from pipeline.cli.options import describe_backend, run_options, settings_from_flags
 from pipeline.cli.progress import BarProgress
 from pipeline.cli.views import point_latest
+from pipeline.engine.ray_engine import check_engine
 from pipeline.errors import RunInterrupted
 from pipeline.ingest import read_inputs
 from pipeline.job import load_project_taxonomy, new_run_dir, run_job
@@ -38,6 +39,12 @@ from pipeline.rundir.writer import ensure_writable_dir
     "--follow-symlinks",
     is_flag=True,
     help="Read symlinks under an input folder even when they lead out of it.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "ray"]),
+    help="local: this process; ray: the stages on Ray Data (a local instance, or the "
+    "cluster RAY_ADDRESS names; needs pip install -e '.[ray]').",
 )
 @run_options
 def run_command(
@@ -70,6 +77,7 @@ def run_command(
         return
     if settings.resolved_provider == "openai":
         check_openai_settings(settings)  # e.g. no key for api.openai.com: before any input
+    check_engine(settings)  # e.g. --engine ray without the extra installed
     # Before any work: a folder that cannot be written is one message, not a traceback later.
     ensure_writable_dir(settings.cache_dir, "cache folder")
     ensure_writable_dir(run_dir, "run folder")

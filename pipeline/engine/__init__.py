@@ -3,5 +3,6 @@
 - `progress`: the callback protocol the CLI implements (the engine never prints);
 - `stats`: counts of a run, for the manifest and the closing summary;
 - `stage_runner`: one stage of one abstract: cache, ask, validate, re-ask, result records;
-- `schedule`: the ordered window of in-flight abstracts, signals and fatal errors.
+- `schedule`: the ordered window of in-flight abstracts, signals and fatal errors;
+- `ray_engine`: `--engine ray`, the uncached stages asked on Ray Data, settled by the runner.
 """

@@ -247,6 +247,40 @@ def _followed(messages: list[dict[str, str]], content: str | None, followup: str
     ]
 
 
+@dataclass
+class Answered:
+    """An answer made outside this process (the Ray engine) and how long it took."""
+
+    answer: Answer
+    latency_ms: float
+
+
+def cache_entry(stage: str, answer: Answer, provenance: Provenance) -> dict[str, Any]:
+    """The cache record of an ok answer."""
+    assert answer.output is not None
+    entry: dict[str, Any] = {
+        "stage": stage,
+        "output": answer.output,
+        "provenance": provenance.model_dump(mode="json"),
+    }
+    if answer.dropped:
+        entry["dropped"] = [d.as_json() for d in answer.dropped]
+    return entry
+
+
+def report_progress(progress: Progress, stage: str, answer: Answer) -> None:
+    """Tell the progress watcher that one asked stage finished."""
+    progress.stage_done(
+        stage,
+        ok=answer.output is not None,
+        cached=False,
+        tokens_in=answer.tokens_in,
+        tokens_out=answer.tokens_out,
+        tokens_cached=answer.tokens_cached,
+        dropped=len(answer.dropped),
+    )
+
+
 class StageRunner:
     """Runs stages of abstracts with one backend and one cache, keeping the run's counts."""
 
@@ -265,6 +299,7 @@ class StageRunner:
         max_tokens: int,
         force: bool,
         first_answers: dict[str, FirstAnswer] | None = None,
+        answered: dict[str, Answered] | None = None,
     ) -> None:
         self.stages = stages
         self.backend = backend
@@ -279,6 +314,8 @@ class StageRunner:
         self.force = force
         # cache key -> first answer; each is taken (removed) when its stage runs.
         self.first_answers = first_answers if first_answers is not None else {}
+        # Answers made elsewhere (the Ray engine), by cache key: settled like fresh ones.
+        self.answered = answered if answered is not None else {}
 
     def key(self, stage: Stage, abstract: Abstract) -> str:
         """Cache key of one (stage, abstract) under the current settings."""
@@ -302,6 +339,28 @@ class StageRunner:
             schema_version=SCHEMA_VERSION,
             cache_key=key,
             **fields,
+        )
+
+    def provenance_of(
+        self,
+        stage: Stage,
+        key: str,
+        answer: Answer,
+        latency_ms: float,
+        batch_id: str | None = None,
+    ) -> Provenance:
+        """The provenance of a fresh answer (`batch_id`: the Batch API batch that gave it)."""
+        return self.provenance(
+            stage,
+            key,
+            attempts=answer.attempts,
+            tokens_in=answer.tokens_in,
+            tokens_out=answer.tokens_out,
+            tokens_cached=answer.tokens_cached,
+            latency_ms=latency_ms,
+            cached=False,
+            dropped=len(answer.dropped),
+            batch_id=batch_id,
         )
 
     def cached(
@@ -357,7 +416,10 @@ class StageRunner:
         """The summary record of an abstract whose every stage is cached, else None."""
         hits: dict[str, tuple[StageResult, list[Dropped]]] = {}
         for name, stage in self.stages.items():
-            hit = self.cached(stage, abstract, self.key(stage, abstract))
+            key = self.key(stage, abstract)
+            if key in self.answered:
+                return None
+            hit = self.cached(stage, abstract, key)
             if hit is None:
                 return None
             hits[name] = hit
@@ -369,6 +431,11 @@ class StageRunner:
         """One stage of one abstract: from cache, or asked (and re-asked) until valid; a
         first answer given for its key (`first_answers`) stands for the first request."""
         key = self.key(stage, abstract)
+        remote = self.answered.pop(key, None)
+        if remote is not None:
+            # Asked on Ray: cached and shown in the progress when it arrived.
+            provenance = self.provenance_of(stage, key, remote.answer, remote.latency_ms)
+            return self._settle(stage, abstract, key, remote.answer, provenance, fresh=False)
         if (hit := self.cached(stage, abstract, key)) is not None:
             self._count_cached(stage, abstract, *hit)
             return hit[0]
@@ -383,40 +450,33 @@ class StageRunner:
             max_tokens=self.max_tokens,
             first=first.completion if first is not None else None,
         )
-        provenance = self.provenance(
-            stage,
-            key,
-            attempts=answer.attempts,
-            tokens_in=answer.tokens_in,
-            tokens_out=answer.tokens_out,
-            tokens_cached=answer.tokens_cached,
-            # With a batch answer: the time of the re-asks only (a batch line has none).
-            latency_ms=round((time.perf_counter() - started) * 1000, 1),
-            cached=False,
-            dropped=len(answer.dropped),
-            batch_id=first.batch_id if first is not None else None,
+        # With a batch answer: the time of the re-asks only (a batch line has none).
+        latency_ms = round((time.perf_counter() - started) * 1000, 1)
+        provenance = self.provenance_of(
+            stage, key, answer, latency_ms, batch_id=first.batch_id if first is not None else None
         )
         return self._settle(stage, abstract, key, answer, provenance)
 
     def _settle(
-        self, stage: Stage, abstract: Abstract, key: str, answer: Answer, provenance: Provenance
+        self,
+        stage: Stage,
+        abstract: Abstract,
+        key: str,
+        answer: Answer,
+        provenance: Provenance,
+        *,
+        fresh: bool = True,
     ) -> StageResult:
         stats = self.stats.stages[stage.name]
         stats.calls += answer.requests
         stats.tokens_in += answer.tokens_in
         stats.tokens_out += answer.tokens_out
         stats.tokens_cached += answer.tokens_cached
-        self.progress.stage_done(
-            stage.name,
-            ok=answer.output is not None,
-            cached=False,
-            tokens_in=answer.tokens_in,
-            tokens_out=answer.tokens_out,
-            tokens_cached=answer.tokens_cached,
-            dropped=len(answer.dropped),
-        )
+        if fresh:
+            report_progress(self.progress, stage.name, answer)
         if answer.output is not None:
-            self.store(stage, key, answer, provenance)
+            if fresh:
+                self.store(stage, key, answer, provenance)
             stats.ok += 1
             self._report_dropped(stage, abstract, answer.dropped, answer.requests)
             return StageResult(status="ok", output=answer.output, provenance=provenance)
@@ -443,16 +503,8 @@ class StageRunner:
         )
 
     def store(self, stage: Stage, key: str, answer: Answer, provenance: Provenance) -> None:
-        """Cache a valid answer: the one record format of the synchronous and the batch path."""
-        assert answer.output is not None
-        entry: dict[str, Any] = {
-            "stage": stage.name,
-            "output": answer.output,
-            "provenance": provenance.model_dump(mode="json"),
-        }
-        if answer.dropped:
-            entry["dropped"] = [d.as_json() for d in answer.dropped]
-        self.cache.stages[stage.name].put(key, entry)
+        """Cache a valid answer: the one record format of every path (local, batch, Ray)."""
+        self.cache.stages[stage.name].put(key, cache_entry(stage.name, answer, provenance))
 
     def _report_dropped(
         self, stage: Stage, abstract: Abstract, dropped: list[Dropped], attempts: int

@@ -1,0 +1,513 @@
+"""The Ray engine (`digest run --engine ray`): the uncached stages of a run asked on Ray Data.
+
+The driver (the `digest run` process) keeps everything but the requests: it keys every
+(abstract, stage) like the local engine and leaves out the cached ones (a warm run never
+starts Ray), puts the unique abstracts with uncached stages in a dataset and runs one
+`map_batches` over an actor pool, one actor per CPU Ray offers. Each actor holds one
+`OpenAIBackend` (one async client, its share of the run's concurrency and rate limits)
+and asks each stage with the local engine's own `ask_until_valid` (same request body,
+transport retries, validation, grounding and re-asks). Actors return their answers per
+batch; the driver caches the ok ones as they arrive (it is the only cache writer) and keeps
+every answer, failed ones included, for the normal local pass (`pipeline.job`), which
+settles them like answers of its own: the run folder is written by the one writer and a
+failed stage is reported with its failure kind, not asked again.
+
+One `map_batches` runs all the stages of a batch (each abstract's stages concurrently, as
+the local engine does), rather than one `map_batches` per stage: one actor pool per stage
+would put three pools of actors on the same cores, which measured slower (bench/ray_probe.py).
+
+`ray.init()` connects to the cluster `RAY_ADDRESS` names; without it a local Ray instance
+starts with this machine's cores. Ray is imported only when this engine runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import os
+import signal
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pipeline.backends import LazyOpenAIBackend
+from pipeline.config import Settings
+from pipeline.engine.progress import Progress
+from pipeline.engine.stage_runner import (
+    Answer,
+    Answered,
+    Dropped,
+    StageRunner,
+    ask_until_valid,
+    cache_entry,
+    report_progress,
+)
+from pipeline.errors import (
+    BackendError,
+    ConfigError,
+    FatalBackendError,
+    OutputValidationError,
+    RunInterrupted,
+)
+from pipeline.ingest import Abstract
+from pipeline.limits import Limiter
+
+if TYPE_CHECKING:
+    from pipeline.backends import Completion
+    from pipeline.backends.openai_backend import OpenAIBackend
+    from pipeline.stages import Stage
+
+log = logging.getLogger(__name__)
+
+RAY_EXTRA = "pip install -e '.[ray]'"
+# Abstracts per map_batches batch; Ray Data runs a few batches at once per actor, so an
+# actor has enough requests ready to fill its share of the in-flight budget.
+BATCH_SIZE = 32
+# The local instance's object store: results are small, the default (30% of RAM) is not.
+LOCAL_OBJECT_STORE_BYTES = 512 * 1024 * 1024
+OUTPUT_BLOCK_BYTES = 1024
+
+
+def require_ray() -> None:
+    """Refuse `--engine ray` without the extra installed, or with the offline backend."""
+    try:
+        import ray  # noqa: F401
+        import ray.data  # noqa: F401
+    except ImportError:
+        raise ConfigError(
+            f"--engine ray needs Ray Data, which is not installed: {RAY_EXTRA}"
+        ) from None
+
+
+def check_engine(settings: Settings) -> None:
+    """Refuse an engine setting no run can honour, before any input is read."""
+    if settings.engine != "ray":
+        return
+    if settings.resolved_provider == "offline":
+        raise ConfigError(
+            "--engine ray sends requests to an endpoint; the offline extractor runs in one "
+            "process (use --engine local, or configure --base-url / OPENAI_API_KEY)"
+        )
+    require_ray()
+
+
+class RayBackend:
+    """The run's backend when the stages ran on Ray: the actors' request counts, and a local
+    backend for any stage the pass must still ask (a cached record that fails validation)."""
+
+    name = "openai"
+    can_reask = True
+
+    def __init__(self, settings: Settings, limiter: Limiter) -> None:
+        self.model = settings.model
+        self.local = LazyOpenAIBackend(settings, limiter)
+        self.actors: dict[str, dict[str, Any]] = {}  # actor id -> its latest counts
+
+    async def complete(self, stage: Stage, abstract: str, messages: list[dict]) -> Completion:
+        """Ask locally (the pass needs this only for a cached record that went bad)."""
+        return await self.local.complete(stage, abstract, messages)
+
+    def _sum(self, name: str) -> Counter[str]:
+        total: Counter[str] = Counter()
+        for counts in self.actors.values():
+            total.update(counts[name])
+        return total
+
+    @property
+    def requests_sent(self) -> Counter[str]:
+        """Requests sent per stage by the actors and the local backend, retries included."""
+        return self._sum("sent") + Counter(self.local.requests_sent)
+
+    @property
+    def retries_by_stage(self) -> Counter[str]:
+        """Transport retries per stage."""
+        return self._sum("retries") + Counter(self.local.retries_by_stage)
+
+    @property
+    def transport_retries(self) -> int:
+        """Transport retries over the run."""
+        return sum(self.retries_by_stage.values())
+
+    @property
+    def rate_limit_pauses(self) -> int:
+        """Run-wide pauses after a 429, in the actors (the local limiter counts its own)."""
+        return sum(counts["pauses"] for counts in self.actors.values())
+
+    def tally(self, actor: str, counts: dict[str, Any]) -> None:
+        """An actor's cumulative counts (reports may arrive out of order: keep the largest)."""
+        seen = self.actors.get(actor)
+        if seen is None or counts["n"] >= seen["n"]:
+            self.actors[actor] = counts
+
+    def preflight(self, settings: Settings) -> None:
+        """Check the endpoint once from the driver, before Ray starts (exit 3 in seconds)."""
+        from pipeline.backends.openai_backend import OpenAIBackend
+
+        async def check() -> None:
+            backend = OpenAIBackend(settings, Limiter(max_concurrency=1))
+            try:
+                await backend.preflight()
+            finally:
+                await backend.aclose()
+
+        asyncio.run(check())
+
+    async def aclose(self) -> None:
+        """Close the local backend if it was built."""
+        await self.local.aclose()
+
+
+# --- the answers' wire form -----------------------------------------------------------------
+
+
+def answer_to_json(answer: Answer) -> dict[str, Any]:
+    """An Answer as JSON (actor to driver)."""
+    error = answer.error
+    return {
+        "output": answer.output,
+        "error": None
+        if error is None
+        else {
+            "backend": isinstance(error, BackendError),
+            "message": str(error),
+            "kind": error.kind,
+            "raw": error.raw,
+            "attempts": getattr(error, "attempts", 1),
+        },
+        "raw": answer.raw,
+        "attempts": answer.attempts,
+        "tokens_in": answer.tokens_in,
+        "tokens_out": answer.tokens_out,
+        "tokens_cached": answer.tokens_cached,
+        "dropped": [d.as_json() for d in answer.dropped],
+        "requests": answer.requests,
+    }
+
+
+def answer_from_json(data: dict[str, Any]) -> Answer:
+    """The Answer `answer_to_json` wrote."""
+    e = data["error"]
+    error: BackendError | OutputValidationError | None = None
+    if e is not None and e["backend"]:
+        error = BackendError(e["message"], kind=e["kind"], raw=e["raw"], attempts=e["attempts"])
+    elif e is not None:
+        error = OutputValidationError(e["message"], kind=e["kind"], raw=e["raw"])
+    return Answer(
+        output=data["output"],
+        error=error,
+        raw=data["raw"],
+        attempts=data["attempts"],
+        tokens_in=data["tokens_in"],
+        tokens_out=data["tokens_out"],
+        tokens_cached=data["tokens_cached"],
+        dropped=[Dropped(**d) for d in data["dropped"]],
+        requests=data["requests"],
+    )
+
+
+# --- the actors -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Share:
+    """One actor's part of the run's limits."""
+
+    concurrency: int
+    rpm: int | None
+    tpm: int | None
+
+    @staticmethod
+    def of(settings: Settings, actors: int) -> Share:
+        """An even split over `actors` (at least 1 of each)."""
+
+        def split(value: int | None) -> int | None:
+            return None if value is None else max(1, value // actors)
+
+        return Share(
+            max(1, settings.max_concurrency // actors),
+            split(settings.requests_per_minute),
+            split(settings.tokens_per_minute),
+        )
+
+
+class StageActor:
+    """The Ray Data UDF: one backend per actor; an async call answers a batch of abstracts."""
+
+    def __init__(self, settings: Settings, prompt_hashes: dict[str, str], share: Share) -> None:
+        from pipeline.stages import build_stages
+        from pipeline.taxonomy import load_taxonomy
+
+        self.settings = settings
+        self.share = share
+        self.id = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.calls = 0
+        self.problem: str | None = None
+        taxonomy = load_taxonomy(settings.prompts_dir / "taxonomy.yaml")
+        self.stages = build_stages(settings.stages, settings.prompts_dir, taxonomy)
+        differ = [n for n, s in self.stages.items() if s.prompt_hash != prompt_hashes.get(n)]
+        if differ:  # a worker with other prompts would cache answers under the wrong keys
+            self.problem = (
+                f"the Ray worker in process {os.getpid()} reads other prompts for "
+                f"{', '.join(differ)} than the driver (prompts_dir {settings.prompts_dir}): "
+                "install the same version everywhere and put a custom prompts_dir on shared "
+                "storage at the same path"
+            )
+        self.backend: OpenAIBackend | None = None
+
+    def _backend(self) -> OpenAIBackend:
+        # Built on first use, inside Ray Data's event loop (not the actor's main thread):
+        # the client's connections belong to the loop that opens them.
+        if self.backend is None:
+            from pipeline.backends.openai_backend import OpenAIBackend
+
+            limiter = Limiter(
+                max_concurrency=self.share.concurrency,
+                requests_per_minute=self.share.rpm,
+                tokens_per_minute=self.share.tpm,
+            )
+            self.backend = OpenAIBackend(self.settings, limiter)
+        return self.backend
+
+    async def _one(self, i: int, text: str, stage: Stage) -> dict[str, Any]:
+        settings = self.settings
+        started = time.perf_counter()
+        try:
+            answer = await ask_until_valid(
+                self._backend(),
+                stage,
+                text,
+                json_object=settings.response_format == "json_object",
+                max_reasks=settings.max_reasks,
+                max_tokens=settings.max_tokens,
+            )
+        except FatalBackendError as exc:
+            return {"i": i, "stage": stage.name, "fatal": str(exc)}
+        latency_ms = round((time.perf_counter() - started) * 1000, 1)
+        return {"i": i, "stage": stage.name, "answer": answer_to_json(answer), "ms": latency_ms}
+
+    async def __call__(self, batch: dict[str, Any]) -> dict[str, list[str]]:
+        """Every listed stage of every abstract of the batch; one JSON row back."""
+        self.calls += 1
+        if self.problem is not None:
+            return {"result": [json.dumps({"config_error": self.problem})]}
+        jobs = [
+            self._one(int(i), str(text), self.stages[name])
+            for i, text, names in zip(batch["i"], batch["text"], batch["stages"], strict=True)
+            for name in str(names).split(",")
+        ]
+        pairs = await asyncio.gather(*jobs)
+        backend = self._backend()
+        counts = {
+            "n": self.calls,
+            "sent": dict(backend.requests_sent),
+            "retries": dict(backend.retries_by_stage),
+            "pauses": backend.limiter.backoffs,
+        }
+        payload = {"actor": self.id, "counts": counts, "pairs": pairs}
+        return {"result": [json.dumps(payload, ensure_ascii=False)]}
+
+
+# --- the driver -----------------------------------------------------------------------------
+
+
+@dataclass
+class Pending:
+    """The uncached stages of the run: per dataset row, the abstract and (stage, key)s."""
+
+    abstracts: list[Abstract] = field(default_factory=list)
+    keys: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def pairs(self) -> int:
+        """How many (abstract, stage) pairs are to be asked."""
+        return sum(len(k) for k in self.keys)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The dataset's rows."""
+        return [
+            {"i": i, "text": a.text, "stages": ",".join(keys)}
+            for i, (a, keys) in enumerate(zip(self.abstracts, self.keys, strict=True))
+        ]
+
+
+def pending_pairs(runner: StageRunner, abstracts: Iterable[Abstract]) -> Pending:
+    """The (abstract, stage) pairs without a cache record (records are validated by the pass)."""
+    pending = Pending()
+    for abstract in abstracts:
+        keys = {}
+        for name, stage in runner.stages.items():
+            key = runner.key(stage, abstract)
+            if runner.force or key not in runner.cache.stages[name]:
+                keys[name] = key
+        if keys:
+            pending.abstracts.append(abstract)
+            pending.keys.append(keys)
+    return pending
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM stops the Ray phase like Ctrl-C (only in the main thread)."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise RunInterrupted("stopped by SIGTERM")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def ray_session(settings: Settings) -> Iterator[Any]:
+    """Ray, connected: the cluster `RAY_ADDRESS` names, else a local instance with this
+    machine's cores (an instance the caller already started is used and left running)."""
+    require_ray()
+    import ray
+
+    if ray.is_initialized():
+        yield ray
+        return
+    if address := os.environ.get("RAY_ADDRESS"):
+        try:
+            ray.init(logging_level=logging.WARNING, log_to_driver=False)
+        except ConnectionError as exc:
+            raise ConfigError(
+                f"cannot connect to the Ray cluster at RAY_ADDRESS={address} ({exc}); check "
+                "the address, and the token if the cluster checks one (RAY_AUTH_TOKEN)"
+            ) from None
+    else:
+        ray.init(
+            address="local",  # a new instance, never one that `ray start` left running
+            num_cpus=os.cpu_count() or 1,
+            include_dashboard=False,
+            object_store_memory=LOCAL_OBJECT_STORE_BYTES,
+            logging_level=logging.WARNING,
+            log_to_driver=False,
+        )
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+def actor_count(settings: Settings, ray: Any) -> int:
+    """`ray_actors`, else one actor per CPU of the cluster (of the local instance)."""
+    if settings.ray_actors is not None:
+        return settings.ray_actors
+    return max(1, math.floor(ray.cluster_resources().get("CPU", 1)))
+
+
+def run_on_ray(
+    settings: Settings,
+    runner: StageRunner,
+    backend: RayBackend,
+    abstracts: Iterable[Abstract],
+    progress: Progress,
+) -> dict[str, Answered]:
+    """Ask every uncached stage on Ray; ok answers cached as they arrive; every answer back
+    by cache key. FatalBackendError or ConfigError when a worker hit one; RunInterrupted on
+    Ctrl-C or SIGTERM (the answers cached so far are kept)."""
+    pending = pending_pairs(runner, abstracts)
+    if not pending.pairs:
+        return {}
+    answered: dict[str, Answered] = {}
+    started = time.perf_counter()
+    # The endpoint is checked from the driver while Ray starts: a bad key or URL stops the
+    # run before any stage request, without waiting for Ray start-up and then the check.
+    failed: list[BaseException] = []
+    check = threading.Thread(target=_preflight, args=(backend, settings, failed), daemon=True)
+    check.start()
+    try:
+        with _sigterm_interrupts(), ray_session(settings) as ray:
+            log.info("ray: connected in %.1fs", time.perf_counter() - started)
+            check.join()
+            if failed:
+                raise failed[0]
+            actors = actor_count(settings, ray)
+            # Ray Data's own notes (execution finished, progress bars off) are not ours to
+            # print; its errors still are.
+            logging.getLogger("ray.data").setLevel(logging.ERROR)
+            ctx = ray.data.DataContext.get_current()
+            ctx.enable_progress_bars = False
+            ctx.print_on_execution_start = False
+            # Each batch's answers leave the actor as a block of their own, so the driver
+            # caches them as they come (the default bundles a whole task's output).
+            ctx.target_max_block_size = OUTPUT_BLOCK_BYTES
+            rows = pending.rows()
+            ds = ray.data.from_items(rows, override_num_blocks=min(actors, len(rows)))
+            ds = ds.map_batches(
+                StageActor,
+                fn_constructor_kwargs={
+                    "settings": settings,
+                    "prompt_hashes": {n: s.prompt_hash for n, s in runner.stages.items()},
+                    "share": Share.of(settings, actors),
+                },
+                batch_size=BATCH_SIZE,
+                compute=ray.data.ActorPoolStrategy(size=actors),
+                num_cpus=1,
+            )
+            log.info(
+                "ray: %d stages of %d abstracts on %d actors",
+                pending.pairs,
+                len(rows),
+                actors,
+            )
+            for row in ds.iter_rows():
+                if not answered:
+                    log.info("ray: first answers after %.1fs", time.perf_counter() - started)
+                _take(json.loads(row["result"]), pending, runner, backend, progress, answered)
+            log.info("ray: all answers after %.1fs", time.perf_counter() - started)
+    except KeyboardInterrupt:
+        raise RunInterrupted("stopped by SIGINT") from None
+    log.info("ray: done after %.1fs", time.perf_counter() - started)
+    return answered
+
+
+def _preflight(backend: RayBackend, settings: Settings, failed: list[BaseException]) -> None:
+    try:
+        backend.preflight(settings)
+    except BaseException as exc:  # handed to the driver's thread, raised there
+        failed.append(exc)
+
+
+def _take(
+    payload: dict[str, Any],
+    pending: Pending,
+    runner: StageRunner,
+    backend: RayBackend,
+    progress: Progress,
+    answered: dict[str, Answered],
+) -> None:
+    """One batch's answers: ok ones cached, all kept for the pass; a fatal one stops."""
+    if "config_error" in payload:
+        raise ConfigError(payload["config_error"])
+    backend.tally(payload["actor"], payload["counts"])
+    fatal = None
+    for pair in payload["pairs"]:
+        if "fatal" in pair:
+            fatal = fatal or pair["fatal"]
+            continue
+        name = pair["stage"]
+        key = pending.keys[pair["i"]][name]
+        answer = answer_from_json(pair["answer"])
+        if answer.output is not None:
+            stage = runner.stages[name]
+            provenance = runner.provenance_of(stage, key, answer, pair["ms"])
+            runner.cache.stages[name].put(key, cache_entry(name, answer, provenance))
+        report_progress(progress, name, answer)
+        answered[key] = Answered(answer, pair["ms"])
+    if fatal is not None:
+        raise FatalBackendError(fatal, attempts=0)

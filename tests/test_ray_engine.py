@@ -1,0 +1,207 @@
+"""`digest run --engine ray`: the stages on a local Ray instance (2 CPUs) against the local
+test server on 127.0.0.1, compared with the local engine on the same input and faults.
+
+The Ray tests need the extra (`pip install -e '.[ray]'`) and are skipped without it; the
+refusals at the end run either way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from runs import manifest_dict, run_paths
+from synthetic import write_abstracts
+
+from bench.openai_server import OpenAIServer, ServerConfig, offline_answer_fn
+from pipeline.cli import main
+from pipeline.config import load_settings
+from pipeline.errors import FatalBackendError
+
+HAVE_RAY = importlib.util.find_spec("ray") is not None
+needs_ray = pytest.mark.skipif(
+    not HAVE_RAY, reason="Ray is not installed (the optional extra: pip install -e '.[ray]')"
+)
+N_ABSTRACTS = 24
+SEED = 5
+FAKE_KEY = "sk-test-ray-engine-00000000000000000000"
+
+
+@functools.cache
+def answer(stage: str, abstract: str) -> dict:
+    """The offline extractor's answer, memoized (it is deterministic)."""
+    return offline_answer_fn()(stage, abstract)
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """One local Ray instance with 2 CPUs for the module; the engine uses it as it is."""
+    if not HAVE_RAY:
+        yield None
+        return
+    import ray
+
+    ray.init(
+        address="local",  # never a cluster some `ray start` left behind
+        num_cpus=2,
+        include_dashboard=False,
+        object_store_memory=200 * 1024 * 1024,
+        log_to_driver=False,
+    )
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("ray") / "abstracts.txt"
+    write_abstracts(path, N_ABSTRACTS, seed=SEED)
+    return path
+
+
+def settings(tmp_path: Path, server: OpenAIServer, name: str, **overrides):
+    values = {
+        "provider": "openai",
+        "base_url": server.base_url,
+        "model": "bench-model",
+        "cache_dir": tmp_path / f"cache-{name}",
+        "out_dir": tmp_path / f"run-{name}",
+        "progress": False,
+        "max_concurrency": 32,
+        "timeout_s": 10.0,
+        "max_retries": 1,
+        **overrides,
+    }
+    return load_settings(None, env={"OPENAI_API_KEY": FAKE_KEY}, overrides=values)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def untimed(run_dir: Path) -> list[dict]:
+    """summaries.jsonl without its one timing field (latency_ms)."""
+    records = read_jsonl(run_dir / "summaries.jsonl")
+    for record in records:
+        for stage in record["stages"].values():
+            stage["provenance"].pop("latency_ms")
+    return records
+
+
+def both_engines(tmp_path, corpus, config: ServerConfig, **overrides):
+    """The local engine, then the Ray engine, each on a fresh cache and a fresh server on the
+    same port (the endpoint is in every cache key): (result, server requests)."""
+    out = {}
+    for engine in ("local", "ray"):
+        with OpenAIServer(config, answer_fn=answer) as server:
+            s = settings(tmp_path, server, engine, engine=engine, **overrides)
+            result = run_paths(s, [corpus])
+            out[engine] = result, server.stats()["requests"]
+            config = dataclasses.replace(config, port=int(server.base_url.split(":")[2][:-3]))
+    return out
+
+
+@needs_ray
+def test_ray_engine_writes_the_local_engines_summaries_and_a_warm_rerun_sends_nothing(
+    tmp_path, corpus, local_ray, monkeypatch
+):
+    runs = both_engines(tmp_path, corpus, ServerConfig(seed=SEED))
+    (local, local_requests), (ray_, ray_requests) = runs["local"], runs["ray"]
+    assert ray_requests == local_requests == 3 * N_ABSTRACTS
+    assert untimed(ray_.run_dir) == untimed(local.run_dir)
+    assert len(untimed(ray_.run_dir)) == N_ABSTRACTS
+    assert (ray_.run_dir / "summaries.csv").read_bytes() == (
+        local.run_dir / "summaries.csv"
+    ).read_bytes()
+    ray_manifest, local_manifest = manifest_dict(ray_), manifest_dict(local)
+    assert ray_manifest["counts"] == local_manifest["counts"]
+    assert ray_manifest["requests_sent"] == ray_requests
+    assert ray_manifest["config"]["engine"] == "ray"
+    # The Ray engine's answers were cached by the driver: a rerun serves them all and
+    # never starts Ray.
+    import pipeline.engine.ray_engine as ray_engine
+
+    def no_ray(settings):
+        raise AssertionError("a warm run started Ray")
+
+    monkeypatch.setattr(ray_engine, "ray_session", no_ray)
+    port = int(ray_.manifest.config["base_url"].split(":")[2][:-3])
+    with OpenAIServer(ServerConfig(seed=SEED, port=port), answer_fn=answer) as server:
+        s = settings(tmp_path, server, "ray", engine="ray", out_dir=tmp_path / "warm")
+        warm = run_paths(s, [corpus])
+        assert server.stats()["requests"] == 0
+    counts = manifest_dict(warm)["counts"]["stages"]
+    assert all(c["cache_hits"] == c["ok"] == N_ABSTRACTS for c in counts.values())
+
+
+@needs_ray
+def test_transport_faults_give_the_local_engines_error_records(tmp_path, corpus, local_ray):
+    # A fault is a pure function of (seed, request, attempt): both engines meet the same ones.
+    # With one retry, a request faulted twice fails as rate_limit; none is asked again.
+    config = ServerConfig(faults={"429": 0.4, "500": 0.2}, seed=SEED, retry_after_s=0.01)
+    runs = both_engines(tmp_path, corpus, config, stages="tldr,tags")
+    (local, local_requests), (ray_, ray_requests) = runs["local"], runs["ray"]
+    local_errors = read_jsonl(local.run_dir / "errors.jsonl")
+    ray_errors = read_jsonl(ray_.run_dir / "errors.jsonl")
+    assert local_errors, "the fault schedule should make some stages fail"
+    assert {e["kind"] for e in local_errors} <= {"rate_limit", "server_error"}
+    # The local engine writes errors as they happen, the Ray engine's pass in input order.
+    assert sorted(ray_errors, key=_where) == sorted(local_errors, key=_where)
+    assert untimed(ray_.run_dir) == untimed(local.run_dir)
+    assert ray_requests == local_requests
+    ray_manifest, local_manifest = manifest_dict(ray_), manifest_dict(local)
+    assert ray_manifest["counts"] == local_manifest["counts"]
+    assert ray_manifest["status"] == local_manifest["status"] == "failed"
+    assert ray_manifest["transport_retries"] == local_manifest["transport_retries"] > 0
+
+
+def _where(error: dict) -> tuple:
+    return error["sources"][0]["position"], error["stage"], error["item"] or -1
+
+
+@needs_ray
+def test_a_key_revoked_mid_run_stops_the_ray_run_as_fatal(tmp_path, corpus, local_ray):
+    config = ServerConfig(seed=SEED, script=("ok",) + ("401",) * 500)
+    with OpenAIServer(config, answer_fn=answer) as server:
+        s = settings(tmp_path, server, "ray", engine="ray", stages="tldr")
+        with pytest.raises(FatalBackendError, match="rejected the API key"):
+            run_paths(s, [corpus])
+    manifest = json.loads((tmp_path / "run-ray" / "manifest.json").read_text())
+    assert manifest["status"] == "fatal" and "401" in manifest["fatal_error"]
+
+
+@needs_ray
+def test_a_refused_key_exits_3_without_a_stage_request(tmp_path, corpus, local_ray):
+    config = ServerConfig(api_key="sk-the-right-key-1234567890", seed=SEED)
+    with OpenAIServer(config, answer_fn=answer) as server:
+        result = _cli(tmp_path, corpus, "--base-url", server.base_url, "--engine", "ray")
+        assert server.stats()["requests"] == 0
+    assert result.exit_code == 3
+    assert result.stderr.count("error:") == 1
+    assert "rejected the API key (401" in result.stderr
+
+
+def _cli(tmp_path: Path, corpus: Path, *args: str):
+    argv = ["run", str(corpus), "--model", "bench-model", "--no-progress"]
+    argv += ["--out", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "cache"), *args]
+    return CliRunner(env={"OPENAI_API_KEY": FAKE_KEY}).invoke(main, argv)
+
+
+def test_engine_ray_without_the_extra_exits_2_naming_it(tmp_path, corpus, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    result = _cli(tmp_path, corpus, "--base-url", "http://127.0.0.1:9/v1", "--engine", "ray")
+    assert result.exit_code == 2
+    assert "pip install -e '.[ray]'" in result.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_engine_ray_with_the_offline_backend_is_refused(tmp_path, corpus):
+    result = _cli(tmp_path, corpus, "--provider", "offline", "--engine", "ray")
+    assert result.exit_code == 2
+    assert "offline" in result.stderr and "--engine local" in result.stderr
