@@ -21,22 +21,29 @@ selection's `row` objects as a JSON array (the objects of `digest triage --forma
 
 from __future__ import annotations
 
+import re
+from array import array
 from collections import Counter
 from typing import Any, TypedDict
 
+from pipeline.csvfile import csv_cell
 from pipeline.rundir import Paper
 from pipeline.taxonomy import Taxonomy
 from pipeline.text import display_text, normalize_ws
 from pipeline.triage import (
     CSV_HEADER,
     DEFAULT_FORUM_URL,
+    ROW_FIELDS,
     SORT_KEYS,
+    claim_datasets,
+    claim_metrics,
     claim_values,
     forum_url,
+    natural_key,
     paper_keys,
-    paper_row,
-    row_csv,
+    search_parts,
     search_text,
+    tag_label,
 )
 
 FACET_VALUES = 15  # metric/dataset values listed per facet (most papers first)
@@ -103,10 +110,22 @@ class ReportData(TypedDict):
 
 
 SORTS = SORT_KEYS
+_SPACE_JOIN = " ".join
+# What a derivable abstract may hold: printable ASCII and ASCII whitespace (where Python's
+# str.split()/lower() and JavaScript's /\s/ and toLowerCase() agree; \x1c-\x1f are
+# whitespace to Python only), and common punctuation and math symbols that are neither
+# whitespace nor cased in either language (dashes, quotes, primes, x, arrows, operators).
+_JS_UNSAFE = re.compile(
+    r"[^\t\n\x0b\x0c\r\x20-\x7e\xb0\xb1\xb7\xd7\xf7"
+    r"\u2010-\u2027\u2030-\u205e\u2190-\u21ff\u2200-\u22ff]"
+)
+_FORMULA_START = frozenset("=+-@\t\r")  # csvfile.csv_cell's formula starts
 
 
 def _opt(value: object) -> str | None:
-    return display_text(normalize_ws(str(value))) if value not in (None, "") else None
+    if value is None or value == "":
+        return None
+    return display_text(_SPACE_JOIN((value if type(value) is str else str(value)).split()))
 
 
 def valid_span(abstract: str, span: object) -> tuple[int, int] | None:
@@ -123,19 +142,29 @@ def highlight_segments(
     abstract: str, claims: tuple[dict, ...] | list[dict]
 ) -> list[list[str | int]]:
     """The abstract cut at evidence-span boundaries: [text, claim_no, ...] pieces (1-based)."""
-    spans = [(valid_span(abstract, c.get("span")), n) for n, c in enumerate(claims, 1)]
-    found = [(s, n) for s, n in spans if s is not None]
-    cuts = sorted({0, len(abstract), *(x for s, _ in found for x in s)})
+    found = []
+    for n, c in enumerate(claims, 1):
+        s = valid_span(abstract, c.get("span"))
+        if s is not None:
+            found.append((s[0], s[1], n))
+    # display_text changes nothing in a text without its markup: skip it piece by piece
+    show = display_text if display_text(abstract) is not abstract else None
+    if not found:
+        whole = show(abstract) if show else abstract
+        return [[whole]] if whole else []
+    cuts = sorted({0, len(abstract), *(x for s, e, _ in found for x in (s, e))})
     out: list[list[str | int]] = []
+    last: list[int] | None = None
     for a, b in zip(cuts, cuts[1:], strict=False):
-        piece = display_text(abstract[a:b])
+        piece = show(abstract[a:b]) if show else abstract[a:b]
         if not piece:
             continue
-        covering = [n for (s, e), n in found if s <= a and b <= e]
-        if out and out[-1][1:] == covering:
+        covering = [n for s, e, n in found if s <= a and b <= e]
+        if out and last == covering:
             out[-1][0] = str(out[-1][0]) + piece
         else:
             out.append([piece, *covering])
+            last = covering
     return out
 
 
@@ -146,79 +175,193 @@ def headline(paper: Paper) -> str | None:
     return display_text(paper.tldr)
 
 
+def abstract_derivable(abstract: str, segments: list[list[str | int]]) -> bool:
+    """True when the script computes the abstract's part of the search text exactly.
+
+    That is the text of `segments` joined, whitespace-normalized and lowercased in
+    JavaScript: equal to Python's normalize_ws(abstract).lower() when the pieces join to the
+    abstract itself and it holds only characters where the two languages agree (_JS_UNSAFE).
+    """
+    if _JS_UNSAFE.search(abstract):
+        return False
+    if len(segments) == 1:
+        return segments[0][0] == abstract
+    return "".join([str(s[0]) for s in segments]) == abstract
+
+
+def search_field(paper: Paper, segments: list[list[str | int]]) -> str | list[str]:
+    """triage.search_text, or [before, after] the abstract's part when the script derives it."""
+    if not abstract_derivable(paper.abstract, segments):
+        return search_text(paper)
+    head, tail = search_parts(paper)
+    return [
+        _SPACE_JOIN(_SPACE_JOIN(head).split()).lower(),
+        _SPACE_JOIN(_SPACE_JOIN(tail).split()).lower(),
+    ]
+
+
+def _float_cells(cells: tuple[tuple[int, Any], ...]) -> list[int]:
+    """Export cells (ROW_FIELDS index, value) that start like a formula yet csv_cell leaves
+    bare (they are numbers); the script quotes every other formula-like cell."""
+    out = []
+    for i, v in cells:
+        if v is None:
+            continue
+        if type(v) is str:
+            if v[:1] not in _FORMULA_START:
+                continue
+            text = v
+        else:  # a list or tuple of texts
+            if not v or str(v[0])[:1] not in _FORMULA_START:
+                continue
+            text = "; ".join([str(x) for x in v])
+        if csv_cell(text) == text:
+            out.append(i)
+    return out
+
+
 def report_paper(
     paper: Paper, taxonomy: Taxonomy | None = None, forum: str = DEFAULT_FORUM_URL
 ) -> ReportPaper:
     """The protocol object of one paper."""
+    abstract = paper.abstract
     claims: list[ReportClaim] = []
     for c in paper.claims:
-        claims.append(
-            ReportClaim(
-                statement=_opt(c.get("statement")) or "",
-                kind="quantitative" if c.get("kind") == "quantitative" else "qualitative",
-                metric=_opt(c.get("metric")),
-                value=_opt(c.get("value")),
-                unit=_opt(c.get("unit")),
-                dataset=_opt(c.get("dataset")),
-                comparison=_opt(c.get("comparison")),
-                evidence=None
-                if valid_span(paper.abstract, c.get("span")) is not None
-                else _opt(c.get("evidence")),
-            )
+        claim: dict[str, Any] = {
+            "statement": _opt(c.get("statement")) or "",
+            "kind": "quantitative" if c.get("kind") == "quantitative" else "qualitative",
+        }
+        for name in _CLAIM_FIELDS:
+            value = _opt(c.get(name))
+            if value is not None:
+                claim[name] = value
+        if valid_span(abstract, c.get("span")) is None:
+            evidence = _opt(c.get("evidence"))
+            if evidence is not None:
+                claim["evidence"] = evidence
+        claims.append(claim)  # type: ignore[arg-type]
+    url = forum_url(paper, forum)
+    title = _opt(paper.title)
+    tldr = _opt(paper.tldr)
+    keywords = [display_text(k) for k in paper.keywords]
+    segments = highlight_segments(abstract, paper.claims)
+    raw_keywords = list(paper.keywords)
+    export = [
+        paper.paper_id,
+        0 if paper.title == title else paper.title,
+        0 if paper.tldr == tldr else paper.tldr,
+        0 if raw_keywords == keywords else raw_keywords,
+        claim_metrics(paper),
+        claim_datasets(paper),
+    ]
+    data: dict[str, Any] = {
+        "id": paper.id,
+        "ref": paper.ref,
+        "number": paper.number,
+        "url": url,
+        "title": title,
+        "headline": headline(paper),
+        "tldr": tldr,
+        "authors": list(paper.authors),
+        "venue": paper.venue,
+        "tags": list(paper.tags),
+        "keywords": keywords,
+        "claims": claims,
+        "n_quantitative": paper.n_quantitative,
+        "abstract": segments,
+        "status": dict(paper.status),
+        "failed": {k: dict(v) for k, v in paper.failed.items()},
+        "sources": [f"{f}:{p}" if p is not None else f for f, p in paper.sources],
+        "search": search_field(paper, segments),
+        "metrics": claim_values(paper, "metric"),
+        "datasets": claim_values(paper, "dataset"),
+        "keys": paper_keys(paper),
+        "x": export,
+    }
+    labels = (tag_label(taxonomy, paper.tags[0]),) if paper.tags else ()
+    floats = _float_cells(
+        (
+            (0, paper.paper_id),
+            (1, paper.number),
+            (2, paper.title),
+            (5, paper.tldr),
+            (6, paper.tags),
+            (7, labels),  # only the first label can start the cell
+            (8, paper.keywords),
+            (11, export[4]),
+            (12, export[5]),
+            (14, paper.authors),
+            (15, paper.venue),
+            (16, data["sources"]),
         )
-    row = paper_row(paper, taxonomy, forum)
-    return ReportPaper(
-        id=paper.id,
-        ref=paper.ref,
-        number=paper.number,
-        url=forum_url(paper, forum),
-        title=_opt(paper.title),
-        headline=headline(paper),
-        tldr=_opt(paper.tldr),
-        authors=list(paper.authors),
-        venue=paper.venue,
-        tags=list(paper.tags),
-        keywords=[display_text(k) for k in paper.keywords],
-        claims=claims,
-        n_quantitative=paper.n_quantitative,
-        abstract=highlight_segments(paper.abstract, paper.claims),
-        status=dict(paper.status),
-        failed={k: dict(v) for k, v in paper.failed.items()},
-        sources=[f"{f}:{p}" if p is not None else f for f, p in paper.sources],
-        search=search_text(paper),
-        metrics=claim_values(paper, "metric"),
-        datasets=claim_values(paper, "dataset"),
-        keys=paper_keys(paper),
-        row=row,
-        csv=row_csv(row),
     )
+    if floats:
+        data["f"] = floats
+    return data  # type: ignore[return-value]
+
+
+_CLAIM_FIELDS = ("metric", "value", "unit", "dataset", "comparison")
+
+
+def export_row(data: dict[str, Any], taxonomy: Taxonomy | None) -> list[Any]:
+    """The values of triage.paper_row (ROW_FIELDS order) from a protocol object, as the
+    script rebuilds them for the export (tests check it against paper_row)."""
+    paper_id, title, tldr, keywords, metrics, datasets = data["x"]
+    tags = data["tags"]
+    return [
+        paper_id,
+        data["number"],
+        data["title"] if title == 0 else title,
+        data["id"],
+        data["url"],
+        data["tldr"] if tldr == 0 else tldr,
+        tags,
+        [tag_label(taxonomy, t) for t in tags],
+        data["keywords"] if keywords == 0 else keywords,
+        len(data["claims"]),
+        data["n_quantitative"],
+        metrics,
+        datasets,
+        sorted(data["failed"]),
+        data["authors"],
+        data["venue"],
+        data["sources"],
+    ]
 
 
 class FacetCounter:
     """Collects one claim field (metric or dataset) over the papers of a page, as they come."""
 
     def __init__(self) -> None:
-        self.values: list[list[str]] = []  # per paper: lowercased values
+        self.n = 0
+        self.papers_of: dict[str, array[int]] = {}  # distinct value -> papers mentioning it
         self.labels: Counter[tuple[str, str]] = Counter()  # (value, as written) -> claims
 
-    def add(self, paper: Paper, key: str) -> None:
-        """One paper's values."""
-        values = claim_values(paper, key)
-        self.values.append(values)
+    def add(self, paper: Paper, key: str, values: list[str] | None = None) -> None:
+        """One paper's values (claim_values(paper, key), when already computed)."""
+        if values is None:
+            values = claim_values(paper, key)
+        i = self.n
+        self.n += 1
+        if not values:
+            return
         for c, v in zip(paper.claims, values, strict=True):
             if v:
                 self.labels[v, normalize_ws(str(c.get(key)))] += 1
+        papers_of = self.papers_of
+        for v in dict.fromkeys(values):
+            if v:
+                idx = papers_of.get(v)
+                if idx is None:
+                    papers_of[v] = idx = array("i")
+                idx.append(i)
 
     def facets(self, limit: int = FACET_VALUES) -> list[list[Any]]:
         """[value, label, [paper indexes]] of the values most papers mention."""
         label: dict[str, str] = {}
         for (value, written), _ in self.labels.most_common():
             label.setdefault(value, written)
-        papers_of: dict[str, list[int]] = {}  # distinct value -> papers mentioning it
-        for i, values in enumerate(self.values):
-            for v in dict.fromkeys(values):
-                if v:
-                    papers_of.setdefault(v, []).append(i)
+        papers_of = self.papers_of
         top = sorted(papers_of, key=lambda v: (-len(papers_of[v]), v))[:limit]
         out = []
         for value in top:
@@ -229,4 +372,75 @@ class FacetCounter:
         return out
 
 
-__all__ = ["CSV_HEADER", "FacetCounter", "ReportData", "ReportPaper", "report_paper"]
+class SortOrders:
+    """The SORT_KEYS orders of a page's papers, from a few compact values kept per paper.
+
+    The same orders as sorting by triage.sort_key (tests check it): `title` by
+    (no title, lowercased title, id); `claims` by (-claims, -quantitative, rank in `title`),
+    which is claims' sort key since `title`'s key is its tail; `tag` by (no tag, primary
+    tag's lowercased label, id); `id` by triage.id_sort_key from the id or number kept.
+    """
+
+    def __init__(self, taxonomy: Taxonomy | None) -> None:
+        self.taxonomy = taxonomy
+        self.ids: list[str] = []
+        self.titles: list[str | None] = []
+        self.n_claims = array("i")
+        self.n_quant = array("i")
+        self.tag = array("i")  # index into self.labels, -1 without tags
+        self.labels: dict[str, int] = {}  # lowercased tag label -> index
+        self.user_ids: list[str | None] = []  # paper_id, else number, else None
+        self.id_kind = array("b")  # 0 paper_id, 1 number, 2 neither
+
+    def add(self, paper: Paper, n_quantitative: int) -> None:
+        """One paper's values."""
+        self.ids.append(paper.id)
+        self.titles.append(None if paper.title is None else paper.title.lower())
+        self.n_claims.append(len(paper.claims))
+        self.n_quant.append(n_quantitative)
+        if paper.tags:
+            label = tag_label(self.taxonomy, paper.tags[0]).lower()
+            self.tag.append(self.labels.setdefault(label, len(self.labels)))
+        else:
+            self.tag.append(-1)
+        if paper.paper_id:
+            self.user_ids.append(paper.paper_id)
+            self.id_kind.append(0)
+        elif paper.number:
+            self.user_ids.append(paper.number)
+            self.id_kind.append(1)
+        else:
+            self.user_ids.append(None)
+            self.id_kind.append(2)
+
+    def orders(self) -> dict[str, list[int]]:
+        """Sort key -> paper indexes in ascending order."""
+        n = len(self.ids)
+        ids, titles = self.ids, self.titles
+        title = sorted(range(n), key=lambda i: (titles[i] is None, titles[i] or "", ids[i]))
+        rank = array("i", bytes(4 * n))
+        for pos, i in enumerate(title):
+            rank[i] = pos
+        nc, nq = self.n_claims, self.n_quant
+        claims = sorted(range(n), key=lambda i: (-nc[i], -nq[i], rank[i]))
+        names = sorted(self.labels, key=self.labels.__getitem__)
+        tag = self.tag
+        tags = sorted(
+            range(n),
+            key=lambda i: (tag[i] < 0, names[tag[i]] if tag[i] >= 0 else "", ids[i]),
+        )
+        kind, users = self.id_kind, self.user_ids
+        by_id = sorted(range(n), key=lambda i: (kind[i], natural_key(users[i] or ""), ids[i]))
+        out = {"claims": claims, "title": title, "id": by_id, "tag": tags}
+        return {key: out[key] for key in SORTS}
+
+
+__all__ = [
+    "CSV_HEADER",
+    "ROW_FIELDS",
+    "FacetCounter",
+    "ReportData",
+    "ReportPaper",
+    "SortOrders",
+    "report_paper",
+]

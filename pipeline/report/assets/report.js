@@ -1,7 +1,8 @@
 // report.html's only script. It renders `ReportData` (pipeline/report/protocol.py) and
-// filters it; it never computes a search text, a sort order, a facet's papers or an export
-// row of its own: those come from Python (triage.search_text, triage.sort_key,
-// triage.paper_keys, triage.paper_row / row_csv), so the page agrees with `digest triage`.
+// filters it; it never sorts, searches differently or picks a facet's papers on its own:
+// sort orders, facets, search texts (or the parts around an abstract it may join in, see
+// protocol.py) and the export values come from Python (triage.search_text, triage.sort_key,
+// triage.paper_keys, triage.paper_row), so the page agrees with `digest triage`.
 // The DOM is built with textContent only, never from HTML strings.
 (function () {
   "use strict";
@@ -32,7 +33,15 @@
     D.order[key].forEach(function (paperIndex, pos) { r[paperIndex] = pos; });
     RANK[key] = r;
   });
-  P.forEach(function (p, i) { p.i = i; p.bad = Object.keys(p.failed).length > 0; });
+  P.forEach(function (p, i) {
+    p.i = i; p.bad = Object.keys(p.failed).length > 0;
+    // [before, after] the abstract: Python sends that only when this join gives its
+    // search text exactly (protocol.abstract_derivable)
+    if (typeof p.search !== "string") {
+      var abs = norm(p.abstract.map(function (s) { return s[0]; }).join(""));
+      p.search = [p.search[0], abs, p.search[1]].filter(Boolean).join(" ");
+    }
+  });
   var total = {};
   P.forEach(function (p) { p.tags.forEach(function (t) { total[t] = (total[t] || 0) + 1; }); });
 
@@ -362,11 +371,35 @@
     a.click();
     setTimeout(function () { URL.revokeObjectURL(url); }, 10000);
   }
+  // A paper's triage.paper_row values in D.row_fields order (protocol.export_row): `x`
+  // holds the values the card does not (0 = the card's own value).
+  function rowValues(p) {
+    var x = p.x;
+    return [x[0], p.number, x[1] === 0 ? p.title : x[1], p.id, p.url, x[2] === 0 ? p.tldr : x[2],
+      p.tags, p.tags.map(label), x[3] === 0 ? p.keywords : x[3], p.claims.length, p.n_quantitative,
+      x[4], x[5], Object.keys(p.failed).sort(), p.authors, p.venue, p.sources];
+  }
+  // csvfile.csv_cell + the csv module's minimal quoting; `p.f` lists the formula-like cells
+  // Python's float() accepts (left bare)
+  function csvCell(p, v, k) {
+    if (typeof v === "number") return String(v);
+    var text = v === null || v === undefined ? "" : Array.isArray(v) ? v.map(String).join("; ") : String(v);
+    if (/^[=+\-@\t\r]/.test(text) && !(p.f && p.f.indexOf(k) >= 0)) text = "'" + text;
+    return /[",\r\n]/.test(text) ? '"' + text.replace(/"/g, '""') + '"' : text;
+  }
+  function csvLine(p) {
+    return rowValues(p).map(function (v, k) { return csvCell(p, v, k); }).join(",") + "\r\n";
+  }
+  function rowObject(p) {
+    var o = {}, v = rowValues(p);
+    D.row_fields.forEach(function (f, k) { o[f] = v[k]; });
+    return o;
+  }
   $("export-csv").addEventListener("click", function () {
-    download("papers.csv", "text/csv;charset=utf-8", D.csv_header + ROWS.map(function (p) { return p.csv; }).join(""));
+    download("papers.csv", "text/csv;charset=utf-8", D.csv_header + ROWS.map(csvLine).join(""));
   });
   $("export-json").addEventListener("click", function () {
-    download("papers.json", "application/json", JSON.stringify(ROWS.map(function (p) { return p.row; }), null, 1) + "\n");
+    download("papers.json", "application/json", JSON.stringify(ROWS.map(rowObject), null, 1) + "\n");
   });
 
   // ---- summary and events
