@@ -29,7 +29,7 @@ from typing import Any, TypedDict
 from pipeline.csvfile import csv_cell
 from pipeline.rundir import Paper
 from pipeline.taxonomy import Taxonomy
-from pipeline.text import display_text, normalize_ws
+from pipeline.text import display_text, has_display_markup, normalize_ws
 from pipeline.triage import (
     CSV_HEADER,
     DEFAULT_FORUM_URL,
@@ -41,8 +41,6 @@ from pipeline.triage import (
     forum_url,
     natural_key,
     paper_keys,
-    search_parts,
-    search_text,
     tag_label,
 )
 
@@ -119,6 +117,7 @@ _JS_UNSAFE = re.compile(
     r"[^\t\n\x0b\x0c\r\x20-\x7e\xb0\xb1\xb7\xd7\xf7"
     r"\u2010-\u2027\u2030-\u205e\u2190-\u21ff\u2200-\u22ff]"
 )
+_NON_BMP = re.compile("[\U00010000-\U0010ffff]")  # two UTF-16 units in JavaScript
 _FORMULA_START = frozenset("=+-@\t\r")  # csvfile.csv_cell's formula starts
 
 
@@ -148,7 +147,7 @@ def highlight_segments(
         if s is not None:
             found.append((s[0], s[1], n))
     # display_text changes nothing in a text without its markup: skip it piece by piece
-    show = display_text if display_text(abstract) is not abstract else None
+    show = display_text if has_display_markup(abstract) else None
     if not found:
         whole = show(abstract) if show else abstract
         return [[whole]] if whole else []
@@ -175,29 +174,73 @@ def headline(paper: Paper) -> str | None:
     return display_text(paper.tldr)
 
 
-def abstract_derivable(abstract: str, segments: list[list[str | int]]) -> bool:
-    """True when the script computes the abstract's part of the search text exactly.
+# The card fields a search text's part may name (by index), as the script joins them.
+SEARCH_FIELDS = ("id", "title", "tldr", "abstract", "keywords", "authors", "tags", "statements")
 
-    That is the text of `segments` joined, whitespace-normalized and lowercased in
-    JavaScript: equal to Python's normalize_ws(abstract).lower() when the pieces join to the
-    abstract itself and it holds only characters where the two languages agree (_JS_UNSAFE).
+
+def _derivable(text: str, displayed: bool = False) -> bool:
+    """True when the script's norm() of the card's text gives Python's normalized lowercase.
+
+    `displayed`: the card shows display_text of it, which is the text only without markup.
     """
-    if _JS_UNSAFE.search(abstract):
+    if _JS_UNSAFE.search(text):
         return False
-    if len(segments) == 1:
-        return segments[0][0] == abstract
-    return "".join([str(s[0]) for s in segments]) == abstract
+    return not (displayed and has_display_markup(text))
 
 
-def search_field(paper: Paper, segments: list[list[str | int]]) -> str | list[str]:
-    """triage.search_text, or [before, after] the abstract's part when the script derives it."""
-    if not abstract_derivable(paper.abstract, segments):
-        return search_text(paper)
-    head, tail = search_parts(paper)
-    return [
-        _SPACE_JOIN(_SPACE_JOIN(head).split()).lower(),
-        _SPACE_JOIN(_SPACE_JOIN(tail).split()).lower(),
-    ]
+def search_field(paper: Paper, abstract_shown: bool) -> str | list[str | int]:
+    """triage.search_text, or its parts in order: a text as it is, or the number of a card
+    field (SEARCH_FIELDS) the script normalizes and lowercases itself, where that is exact."""
+    statements = [str(c.get("statement") or "") for c in paper.claims]
+    displayed = _SPACE_JOIN([paper.title or "", paper.tldr or "", *paper.keywords, *statements])
+    if abstract_shown and not has_display_markup(displayed):
+        everything = _SPACE_JOIN([paper.id, *paper.paper_ids, displayed, paper.abstract])
+        if not _JS_UNSAFE.search(_SPACE_JOIN([everything, *paper.authors, *paper.tags])):
+            # the common case: every card field is derivable (the ids are no card field)
+            fast: list[str | int] = [0]
+            if paper.paper_ids:
+                fast.append(_SPACE_JOIN(_SPACE_JOIN(paper.paper_ids).split()).lower())
+            fast += [1, 2, 3, 4]
+            if paper.author_keywords:
+                fast.append(_SPACE_JOIN(_SPACE_JOIN(paper.author_keywords).split()).lower())
+            fast += [5, 6, 7]
+            return [x for x in fast if x != ""]
+    pieces: list[str | int] = []
+
+    def text(parts: list[str]) -> None:
+        t = _SPACE_JOIN(_SPACE_JOIN(parts).split()).lower()
+        if not t:
+            return
+        if pieces and isinstance(pieces[-1], str):
+            pieces[-1] = pieces[-1] + " " + t
+        else:
+            pieces.append(t)
+
+    def field(code: int, parts: list[str], displayed: bool = False) -> None:
+        joined = _SPACE_JOIN(parts)
+        if not joined:
+            return
+        if _derivable(joined, displayed):
+            pieces.append(code)
+        else:
+            text([joined])
+
+    field(0, [paper.id])
+    text(list(paper.paper_ids))
+    field(1, [paper.title or ""], True)
+    field(2, [paper.tldr or ""], True)
+    if abstract_shown:
+        field(3, [paper.abstract])
+    else:
+        text([paper.abstract])
+    field(4, list(paper.keywords), True)
+    text(list(paper.author_keywords))
+    field(5, list(paper.authors))
+    field(6, list(paper.tags))
+    field(7, statements, True)
+    if all(isinstance(x, str) for x in pieces):
+        return " ".join(pieces)  # type: ignore[arg-type]
+    return pieces
 
 
 def _float_cells(cells: tuple[tuple[int, Any], ...]) -> list[int]:
@@ -235,16 +278,27 @@ def report_paper(
             value = _opt(c.get(name))
             if value is not None:
                 claim[name] = value
-        if valid_span(abstract, c.get("span")) is None:
+        span = valid_span(abstract, c.get("span"))
+        if span is None:
             evidence = _opt(c.get("evidence"))
             if evidence is not None:
                 claim["evidence"] = evidence
+        else:
+            claim["span"] = list(span)
         claims.append(claim)  # type: ignore[arg-type]
+    # An abstract display_text leaves alone (and whose offsets are UTF-16 units too) goes
+    # as it is, with the claims' spans: the script cuts it the way highlight_segments does.
+    as_text = not has_display_markup(abstract) and not _NON_BMP.search(abstract)
+    if as_text:
+        shown: str | list[list[str | int]] = abstract
+    else:
+        shown = highlight_segments(abstract, paper.claims)
+        for claim in claims:
+            claim.pop("span", None)
     url = forum_url(paper, forum)
     title = _opt(paper.title)
     tldr = _opt(paper.tldr)
     keywords = [display_text(k) for k in paper.keywords]
-    segments = highlight_segments(abstract, paper.claims)
     raw_keywords = list(paper.keywords)
     export = [
         paper.paper_id,
@@ -268,11 +322,11 @@ def report_paper(
         "keywords": keywords,
         "claims": claims,
         "n_quantitative": paper.n_quantitative,
-        "abstract": segments,
+        "abstract": shown,
         "status": dict(paper.status),
         "failed": {k: dict(v) for k, v in paper.failed.items()},
         "sources": [f"{f}:{p}" if p is not None else f for f, p in paper.sources],
-        "search": search_field(paper, segments),
+        "search": search_field(paper, as_text),
         "metrics": claim_values(paper, "metric"),
         "datasets": claim_values(paper, "dataset"),
         "keys": paper_keys(paper),

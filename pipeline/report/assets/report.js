@@ -26,6 +26,20 @@
   function facetNo(t) { var i = TAGS[t] ? FACETS.indexOf(TAGS[t][1]) : -1; return i < 0 ? 7 : i % 8; }
   function norm(s) { return String(s || "").trim().split(/\s+/).filter(Boolean).join(" ").toLowerCase(); }
 
+  // protocol.SEARCH_FIELDS
+  function searchField(p, code) {
+    switch (code) {
+      case 0: return p.id;
+      case 1: return p.title;
+      case 2: return p.tldr;
+      case 3: return p.abstract;
+      case 4: return p.keywords.join(" ");
+      case 5: return p.authors.join(" ");
+      case 6: return p.tags.join(" ");
+      default: return p.claims.map(function (c) { return c.statement; }).join(" ");
+    }
+  }
+
   // rank[key][paper index] = position of the paper in the ascending order of `key`
   var RANK = {};
   SORTS.forEach(function (key) {
@@ -35,11 +49,11 @@
   });
   P.forEach(function (p, i) {
     p.i = i; p.bad = Object.keys(p.failed).length > 0;
-    // [before, after] the abstract: Python sends that only when this join gives its
-    // search text exactly (protocol.abstract_derivable)
+    // the search text's parts: texts, or card fields Python knows norm() gets exactly
+    // (protocol.search_field)
     if (typeof p.search !== "string") {
-      var abs = norm(p.abstract.map(function (s) { return s[0]; }).join(""));
-      p.search = [p.search[0], abs, p.search[1]].filter(Boolean).join(" ");
+      p.search = p.search.map(function (x) { return typeof x === "number" ? norm(searchField(p, x)) : x; })
+        .filter(Boolean).join(" ");
     }
   });
   var total = {};
@@ -159,6 +173,26 @@
     if (!p.status[st]) return el("div", "notrun", st + ": not run");
     return null;
   }
+  // The abstract's [text, claim_no, ...] pieces: sent as such (protocol.highlight_segments),
+  // or cut here the same way from the abstract and the claims' valid spans
+  function segments(p) {
+    if (typeof p.abstract !== "string") return p.abstract;
+    var text = p.abstract, found = [], cuts = [0, text.length];
+    p.claims.forEach(function (c, i) {
+      if (c.span) { found.push([c.span[0], c.span[1], i + 1]); cuts.push(c.span[0], c.span[1]); }
+    });
+    if (!found.length) return text ? [[text]] : [];
+    cuts = cuts.filter(function (x, i, a) { return a.indexOf(x) === i; }).sort(function (a, b) { return a - b; });
+    var out = [], last = null;
+    for (var k = 0; k + 1 < cuts.length; k++) {
+      var a = cuts[k], b = cuts[k + 1], piece = text.slice(a, b);
+      if (!piece) continue;
+      var cov = found.filter(function (f) { return f[0] <= a && b <= f[1]; }).map(function (f) { return f[2]; });
+      if (out.length && last.join(",") === cov.join(",")) out[out.length - 1][0] += piece;
+      else { out.push([piece].concat(cov)); last = cov; }
+    }
+    return out;
+  }
   function card(p) {
     var a = el("article", "card"); a.dataset.id = p.id; a.dataset.ref = p.ref;
     var h = el("h2", p.title ? "title" : "title derived");
@@ -194,7 +228,7 @@
     var det = el("details", "abs");
     det.appendChild(el("summary", null, "Abstract"));
     var body = el("p");
-    p.abstract.forEach(function (s) {
+    segments(p).forEach(function (s) {
       if (s.length === 1) { body.appendChild(document.createTextNode(s[0])); return; }
       var m = el("mark", null, s[0]); m.dataset.c = s.slice(1).join(" ");
       m.title = s.slice(1).map(function (n) { return "claim " + n + ": " + p.claims[n - 1].statement; }).join("\n");
