@@ -27,7 +27,7 @@ from pipeline.report.protocol import (
 )
 from pipeline.rundir import Paper, RunReader
 from pipeline.taxonomy import Taxonomy
-from pipeline.triage import SORT_KEYS, paper_row, search_text, sort_papers
+from pipeline.triage import SORT_KEYS, claim_values, paper_row, search_text, sort_papers
 
 RUN = Path(__file__).parent / "data" / "run_small"
 XSS = "506c1eae6e5ec217"
@@ -263,6 +263,7 @@ def _odd_papers() -> list:
         claims = (
             {"statement": f"Claim {text[:20]}", "kind": "quantitative", "span": [start, start + 8]},
             {"statement": "=1+2 formula", "kind": "qualitative", "metric": "-5", "span": [0, 4]},
+            {"statement": "n", "kind": "quantitative", "value": [1, True][i % 2], "metric": "-5"},
         )
         out.append(
             Paper(
@@ -287,9 +288,12 @@ def _odd_papers() -> list:
 def test_script_derivations_equal_triage_on_real_and_odd_papers():
     papers = list(RunReader(RUN).papers()) + _odd_papers()
     for paper in papers:
-        data = report_paper(paper, TAXONOMY)
+        data = json.loads(script_json(report_paper(paper, TAXONOMY)))  # what the script reads
         assert derived_search(data) == search_text(paper)
         assert derived_segments(data) == highlight_segments(paper.abstract, paper.claims)
+        assert data["metrics"] == claim_values(paper, "metric")
+        assert data["datasets"] == claim_values(paper, "dataset")
+        assert data["n_quantitative"] == paper.n_quantitative
         row = paper_row(paper, TAXONOMY)
         assert export_row(data, TAXONOMY) == list(row.values())
         assert list(row) == list(ROW_FIELDS)

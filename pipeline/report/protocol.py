@@ -35,8 +35,6 @@ from pipeline.triage import (
     DEFAULT_FORUM_URL,
     ROW_FIELDS,
     SORT_KEYS,
-    claim_datasets,
-    claim_metrics,
     claim_values,
     forum_url,
     natural_key,
@@ -125,6 +123,31 @@ def _opt(value: object) -> str | None:
     if value is None or value == "":
         return None
     return display_text(_SPACE_JOIN((value if type(value) is str else str(value)).split()))
+
+
+_SHORT_CACHE: dict[
+    tuple[type, Any], str | None
+] = {}  # metric, value, unit, ... repeat across papers
+
+
+def _short_opt(value: Any) -> str | None:
+    """_opt of a short claim field, memoized."""
+    key = (type(value), value)  # 1, 1.0 and True are one dict key, not one text
+    try:
+        return _SHORT_CACHE[key]
+    except KeyError:
+        pass
+    except TypeError:  # not hashable
+        return _opt(value)
+    if len(_SHORT_CACHE) >= 100_000:
+        _SHORT_CACHE.clear()
+    out = _SHORT_CACHE[key] = _opt(value)
+    return out
+
+
+def _lower_ws(value: Any) -> str:
+    """triage.claim_values' form of one value."""
+    return _SPACE_JOIN(str(value or "").split()).lower()
 
 
 def valid_span(abstract: str, span: object) -> tuple[int, int] | None:
@@ -268,24 +291,44 @@ def report_paper(
 ) -> ReportPaper:
     """The protocol object of one paper."""
     abstract = paper.abstract
-    claims: list[ReportClaim] = []
+    claims: list[dict[str, Any]] = []
+    n_quantitative = 0
+    # triage.claim_values (lowercased, per claim) and claim_metrics/claim_datasets (as
+    # written, distinct) of metric and dataset, in the same pass (tests check them)
+    metrics: list[str] = []
+    datasets: list[str] = []
+    metric_names: list[str] = []
+    dataset_names: list[str] = []
     for c in paper.claims:
+        get = c.get
+        quantitative = get("kind") == "quantitative"
+        n_quantitative += quantitative
         claim: dict[str, Any] = {
-            "statement": _opt(c.get("statement")) or "",
-            "kind": "quantitative" if c.get("kind") == "quantitative" else "qualitative",
+            "statement": _opt(get("statement")) or "",
+            "kind": "quantitative" if quantitative else "qualitative",
         }
         for name in _CLAIM_FIELDS:
-            value = _opt(c.get(name))
+            raw = get(name)
+            if raw is None or raw == "":
+                continue
+            value = _short_opt(raw)
             if value is not None:
                 claim[name] = value
-        span = valid_span(abstract, c.get("span"))
+        metric, dataset = get("metric"), get("dataset")
+        metrics.append(_lower_ws(metric))
+        datasets.append(_lower_ws(dataset))
+        if metric and str(metric) not in metric_names:
+            metric_names.append(str(metric))
+        if dataset and str(dataset) not in dataset_names:
+            dataset_names.append(str(dataset))
+        span = valid_span(abstract, get("span"))
         if span is None:
-            evidence = _opt(c.get("evidence"))
+            evidence = _opt(get("evidence"))
             if evidence is not None:
                 claim["evidence"] = evidence
         else:
-            claim["span"] = list(span)
-        claims.append(claim)  # type: ignore[arg-type]
+            claim["span"] = span
+        claims.append(claim)
     # An abstract display_text leaves alone (and whose offsets are UTF-16 units too) goes
     # as it is, with the claims' spans: the script cuts it the way highlight_segments does.
     as_text = not has_display_markup(abstract) and not _NON_BMP.search(abstract)
@@ -305,8 +348,8 @@ def report_paper(
         0 if paper.title == title else paper.title,
         0 if paper.tldr == tldr else paper.tldr,
         0 if raw_keywords == keywords else raw_keywords,
-        claim_metrics(paper),
-        claim_datasets(paper),
+        metric_names,
+        dataset_names,
     ]
     data: dict[str, Any] = {
         "id": paper.id,
@@ -316,19 +359,19 @@ def report_paper(
         "title": title,
         "headline": headline(paper),
         "tldr": tldr,
-        "authors": list(paper.authors),
+        "authors": paper.authors,  # tuples travel as JSON arrays
         "venue": paper.venue,
-        "tags": list(paper.tags),
+        "tags": paper.tags,
         "keywords": keywords,
         "claims": claims,
-        "n_quantitative": paper.n_quantitative,
+        "n_quantitative": n_quantitative,
         "abstract": shown,
-        "status": dict(paper.status),
-        "failed": {k: dict(v) for k, v in paper.failed.items()},
+        "status": paper.status,
+        "failed": paper.failed,
         "sources": [f"{f}:{p}" if p is not None else f for f, p in paper.sources],
         "search": search_field(paper, as_text),
-        "metrics": claim_values(paper, "metric"),
-        "datasets": claim_values(paper, "dataset"),
+        "metrics": metrics,
+        "datasets": datasets,
         "keys": paper_keys(paper),
         "x": export,
     }
