@@ -217,8 +217,8 @@ def search_field(paper: Paper, abstract_shown: bool) -> str | list[str | int]:
     statements = [str(c.get("statement") or "") for c in paper.claims]
     displayed = _SPACE_JOIN([paper.title or "", paper.tldr or "", *paper.keywords, *statements])
     if abstract_shown and not has_display_markup(displayed):
-        everything = _SPACE_JOIN([paper.id, *paper.paper_ids, displayed, paper.abstract])
-        if not _JS_UNSAFE.search(_SPACE_JOIN([everything, *paper.authors, *paper.tags])):
+        everything = [paper.id, *paper.paper_ids, displayed, paper.abstract]
+        if not _JS_UNSAFE.search(_SPACE_JOIN([*everything, *paper.authors, *paper.tags])):
             # the common case: every card field is derivable (the ids are no card field)
             fast: list[str | int] = [0]
             if paper.paper_ids:
