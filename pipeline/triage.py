@@ -1,8 +1,9 @@
 """Reviewer triage over papers: the query language, filters, sort orders and row formats.
 
 The report page runs the same queries in the browser: it gets each paper's `search_text`
-and its rank under every sort order from here (pipeline/report/protocol.py), so the page and
-`digest triage` cannot disagree about what matches or in which order.
+(or its `search_parts`, where the script rebuilds the rest exactly) and the orders of
+`sort_key` from here (pipeline/report/protocol.py), so the page and `digest triage` cannot
+disagree about what matches or in which order.
 
 Text search: the query is split into terms; a paper matches when every term occurs in its
 search text (case-insensitive, whitespace-normalized). A "double-quoted phrase" is one term.

@@ -3,10 +3,24 @@
 report.html embeds one JSON object, `ReportData`, in `<script type="application/json"
 id="digest-data">`. The script only renders and filters what it is given: search texts,
 sort orders, the ids a permalink may use, the metric/dataset facets (which papers each
-facet value selects) and the rows of the CSV/JSON export are computed here, by the same
+facet value selects) and the values of the CSV/JSON export are computed here, by the same
 functions `digest triage` uses, so the page and the CLI always agree. Every string is plain
 text (the script sets `textContent` only); `url` is an http(s) link built from the
 checked forum template (triage.check_forum_url).
+
+The page sends nothing twice where the script can rebuild it exactly (tests/test_report.py
+checks each rebuild against triage; tests/test_report_browser.py runs them in Chromium):
+- `abstract` is the abstract itself when display_text leaves it alone and its offsets are
+  UTF-16 units too (no astral characters); the claims then carry their valid `span` and
+  the script cuts the abstract as highlight_segments does. Otherwise it is the segments.
+- `search` is triage.search_text, or its parts in order: texts (normalized, lowercased)
+  and the numbers of card fields (SEARCH_FIELDS) the script's norm() turns into exactly
+  Python's normalize_ws(...).lower(): only fields of characters where the two languages'
+  whitespace and case rules agree (_JS_UNSAFE) and, for fields the card shows through
+  display_text, without markup.
+- the export row: `x` holds the triage.paper_row values the card lacks (0 = "the card's
+  own value"); export_row() is how the script rebuilds the row; `f` lists the cells that
+  start like a formula yet csv_cell leaves bare (numbers: Python's float() decides).
 
 URL state (the page's hash, so it works from file://): `tag` (repeatable), `mode=any`,
 `q`, `quant=1`, `failed=1`, `metric`, `dataset`, `paper` (one paper by any of its `keys`:
@@ -14,9 +28,12 @@ the permalink), `sort` (a SORT_KEYS key), `dir=desc`, `page`. Each maps to a `di
 triage` flag: --tag, --any, --grep, --has-results, --failed, --metric, --dataset, --paper,
 --sort, --reverse.
 
-Export: the script writes the CSV header (`csv_header`) and the `csv` line of every paper
-of the current selection, in order, to a Blob (= `digest triage --format csv`), or the
-selection's `row` objects as a JSON array (the objects of `digest triage --format jsonl`).
+Export: the script writes the CSV header (`csv_header`) and a line per paper of the
+current selection, in order, to a Blob (= `digest triage --format csv`): the export_row
+values through csv_cell (lists joined with "; ", formula-like cells not in `f` get an
+apostrophe) with the csv module's minimal quoting (a cell holding `"`, `,`, CR or LF is
+quoted, `"` doubled), CRLF rows; or the rows as objects (`row_fields` keys) in a JSON array
+(the objects of `digest triage --format jsonl`).
 """
 
 from __future__ import annotations
@@ -24,7 +41,7 @@ from __future__ import annotations
 import re
 from array import array
 from collections import Counter
-from typing import Any, TypedDict
+from typing import Any, Required, TypedDict
 
 from pipeline.csvfile import csv_cell
 from pipeline.rundir import Paper
@@ -45,45 +62,50 @@ from pipeline.triage import (
 FACET_VALUES = 15  # metric/dataset values listed per facet (most papers first)
 
 
-class ReportClaim(TypedDict):
-    """One claimed result as shown under a paper."""
+class ReportClaim(TypedDict, total=False):
+    """One claimed result as shown under a paper (an empty optional field is left out)."""
 
-    statement: str
-    kind: str  # "quantitative" | "qualitative"
-    metric: str | None
-    value: str | None
-    unit: str | None
-    dataset: str | None
-    comparison: str | None
-    evidence: str | None  # only when its span could not be highlighted in the abstract
+    statement: Required[str]
+    kind: Required[str]  # "quantitative" | "qualitative"
+    metric: str
+    value: str
+    unit: str
+    dataset: str
+    comparison: str
+    evidence: str  # only when its span could not be highlighted in the abstract
+    span: tuple[int, int]  # its valid span, when `abstract` is the abstract as text
 
 
-class ReportPaper(TypedDict):
+class ReportPaper(TypedDict, total=False):
     """One paper: what the card shows and what the filters look at."""
 
-    id: str  # the content hash: the stable key (data-id of the card)
-    ref: str  # the user's id, else "#number", else the hash (Paper.ref)
-    number: str | None
-    url: str | None  # forum link (OpenReview id + the forum URL template), else None
-    title: str | None
-    headline: str | None  # leads the card when there is no title: the TL;DR (else None)
-    tldr: str | None
-    authors: list[str]
-    venue: str | None
-    tags: list[str]  # tag ids, primary first
-    keywords: list[str]
-    claims: list[ReportClaim]
-    n_quantitative: int
-    abstract: list[list[str | int]]  # [text, claim number, ...] pieces, in order
-    status: dict[str, str]  # stage -> "ok" | "failed"; a stage not run is absent
-    failed: dict[str, dict[str, str]]  # stage -> {"kind", "message"}
-    sources: list[str]  # "file:position"
-    search: str  # triage.search_text: what a text query is matched against
-    metrics: list[str]  # each claim's metric, lowercased and whitespace-normalized
-    datasets: list[str]  # each claim's dataset, likewise
-    keys: list[str]  # triage.paper_keys: the ids `#paper=` accepts (lowercased)
-    row: dict[str, Any]  # triage.paper_row: one object of the JSON export
-    csv: str  # triage.row_csv(row): one line of the CSV export (CRLF-terminated)
+    id: Required[str]  # the content hash: the stable key (data-id of the card)
+    ref: Required[str]  # the user's id, else "#number", else the hash (Paper.ref)
+    number: Required[str | None]
+    url: Required[str | None]  # forum link (OpenReview id + the forum URL template), else None
+    title: Required[str | None]
+    headline: Required[str | None]  # leads the card without a title: the TL;DR (else None)
+    tldr: Required[str | None]
+    authors: Required[list[str]]
+    venue: Required[str | None]
+    tags: Required[list[str]]  # tag ids, primary first
+    keywords: Required[list[str]]
+    claims: Required[list[ReportClaim]]
+    n_quantitative: Required[int]
+    # the abstract as text (claims carry spans), or [text, claim number, ...] pieces
+    abstract: Required[str | list[list[str | int]]]
+    status: Required[dict[str, str]]  # stage -> "ok" | "failed"; a stage not run is absent
+    failed: Required[dict[str, dict[str, str]]]  # stage -> {"kind", "message"}
+    sources: Required[list[str]]  # "file:position"
+    # triage.search_text, or its parts: texts and SEARCH_FIELDS numbers (search_field)
+    search: Required[str | list[str | int]]
+    metrics: Required[list[str]]  # each claim's metric, lowercased and whitespace-normalized
+    datasets: Required[list[str]]  # each claim's dataset, likewise
+    keys: Required[list[str]]  # triage.paper_keys: the ids `#paper=` accepts (lowercased)
+    # the paper_row values the card lacks: [paper_id, title, tldr, keywords, metrics,
+    # datasets], title/tldr/keywords as written or 0 when the card shows them unchanged
+    x: Required[list[Any]]
+    f: list[int]  # ROW_FIELDS indexes of formula-like cells the CSV leaves bare
 
 
 class ReportData(TypedDict):
@@ -95,7 +117,7 @@ class ReportData(TypedDict):
     generated: str
     incomplete: str | None  # why the run holds fewer papers than its inputs, if it does
     stages: list[str]
-    tags: dict[str, list[str]]  # tag id -> [label, facet id]
+    tags: dict[str, list[str]]  # tag id -> [label (triage.tag_label), facet id]
     facets: list[list[str]]  # [facet id, facet label], in taxonomy order
     order: dict[str, list[int]]  # sort key (triage.SORT_KEYS) -> paper indexes, ascending
     # [value, label, [paper indexes]]: `--metric value` / `--dataset value` selects exactly
@@ -103,6 +125,7 @@ class ReportData(TypedDict):
     metric_facets: list[list[Any]]
     dataset_facets: list[list[Any]]
     csv_header: str  # triage.CSV_HEADER
+    row_fields: list[str]  # triage.ROW_FIELDS: the export's columns and JSON keys
 
 
 SORTS = SORT_KEYS
