@@ -273,7 +273,7 @@ def _odd_papers() -> list:
                 paper_id=["=cmd", "-12", "+1e3", "@x", f"P{i}", "-inf", "\tx"][i],
                 paper_ids=(f"ALT{i}",),
                 tldr=text[::-1],
-                tags=("graph-neural-networks", "=odd") if i % 3 else (),
+                tags=[(), ("graph-neural-networks", "=odd"), ("-5", "x"), ("-5",)][i % 4],
                 keywords=(text[:10], "*kw*") if i % 2 else ("-kw",),
                 author_keywords=("AK \u00c9",),
                 authors=("\u00c5sa N\u00f8rd", '"Q, uote"'),

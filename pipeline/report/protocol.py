@@ -398,7 +398,11 @@ def report_paper(
         "keys": paper_keys(paper),
         "x": export,
     }
-    labels = (tag_label(taxonomy, paper.tags[0]),) if paper.tags else ()
+    labels: tuple[str, ...] | list[str] = ()
+    if paper.tags:  # the cell starts with the first label: the rest only matters then
+        labels = (tag_label(taxonomy, paper.tags[0]),)
+        if labels[0][:1] in _FORMULA_START:
+            labels = [tag_label(taxonomy, t) for t in paper.tags]
     floats = _float_cells(
         (
             (0, paper.paper_id),
@@ -406,7 +410,7 @@ def report_paper(
             (2, paper.title),
             (5, paper.tldr),
             (6, paper.tags),
-            (7, labels),  # only the first label can start the cell
+            (7, labels),
             (8, paper.keywords),
             (11, export[4]),
             (12, export[5]),
