@@ -149,7 +149,10 @@ class HtmlPageWriter:
         """Everything after the papers; returns the paper count."""
         self._flush()
         tags, facets = _tag_table(self.taxonomy, self.seen)
-        order = self._orders.orders()
+        # The orders go out as JSON text straight from their compact arrays.
+        orders = ",".join(
+            f'"{key}":[{",".join(map(str, idx))}]' for key, idx in self._orders.orders().items()
+        )
         meta = {
             "title": self.title,
             "info": info,
@@ -158,13 +161,12 @@ class HtmlPageWriter:
             "stages": list(stage_names()),
             "tags": tags,
             "facets": facets,
-            "order": order,
             "metric_facets": self._metrics.facets(),
             "dataset_facets": self._datasets.facets(),
             "csv_header": CSV_HEADER,
             "row_fields": list(ROW_FIELDS),
         }
-        self.fh.write("]," + script_json(meta)[1:] + "</script>\n")
+        self.fh.write('],"order":{' + orders + "}," + script_json(meta)[1:] + "</script>\n")
         self.fh.write(f"<script>{asset('report.js')}</script>")
         self.fh.write(asset("report.html").split("<!--DATA-->")[1])
         return self.n

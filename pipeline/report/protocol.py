@@ -537,24 +537,31 @@ class SortOrders:
             self.user_ids.append(None)
             self.id_kind.append(2)
 
-    def orders(self) -> dict[str, list[int]]:
-        """Sort key -> paper indexes in ascending order."""
+    def orders(self) -> dict[str, array[int]]:
+        """Sort key -> paper indexes in ascending order (each held compactly as it is done)."""
         n = len(self.ids)
         ids, titles = self.ids, self.titles
-        title = sorted(range(n), key=lambda i: (titles[i] is None, titles[i] or "", ids[i]))
+        title = array(
+            "i", sorted(range(n), key=lambda i: (titles[i] is None, titles[i] or "", ids[i]))
+        )
         rank = array("i", bytes(4 * n))
         for pos, i in enumerate(title):
             rank[i] = pos
         nc, nq = self.n_claims, self.n_quant
-        claims = sorted(range(n), key=lambda i: (-nc[i], -nq[i], rank[i]))
+        claims = array("i", sorted(range(n), key=lambda i: (-nc[i], -nq[i], rank[i])))
         names = sorted(self.labels, key=self.labels.__getitem__)
         tag = self.tag
-        tags = sorted(
-            range(n),
-            key=lambda i: (tag[i] < 0, names[tag[i]] if tag[i] >= 0 else "", ids[i]),
+        tags = array(
+            "i",
+            sorted(
+                range(n),
+                key=lambda i: (tag[i] < 0, names[tag[i]] if tag[i] >= 0 else "", ids[i]),
+            ),
         )
         kind, users = self.id_kind, self.user_ids
-        by_id = sorted(range(n), key=lambda i: (kind[i], natural_key(users[i] or ""), ids[i]))
+        by_id = array(
+            "i", sorted(range(n), key=lambda i: (kind[i], natural_key(users[i] or ""), ids[i]))
+        )
         out = {"claims": claims, "title": title, "id": by_id, "tag": tags}
         return {key: out[key] for key in SORTS}
 
