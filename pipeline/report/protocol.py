@@ -162,7 +162,7 @@ def _short_opt(value: Any) -> str | None:
         pass
     except TypeError:  # not hashable
         return _opt(value)
-    if len(_SHORT_CACHE) >= 100_000:
+    if len(_SHORT_CACHE) >= 4096:  # the frequent values (metric names, units) stay
         _SHORT_CACHE.clear()
     out = _SHORT_CACHE[key] = _opt(value)
     return out
