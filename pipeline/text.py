@@ -97,9 +97,14 @@ _DISPLAY_SUBS = [
 ]
 
 
+def has_display_markup(text: str) -> bool:
+    """True when display_text may change the text (else it, and every part of it, stays)."""
+    return "\\text" in text or "``" in text or "*" in text
+
+
 def display_text(text: str) -> str:
     """LaTeX-ish markup normalized for display only; grounding always uses the original text."""
-    if "\\text" not in text and "``" not in text and "*" not in text:
+    if not has_display_markup(text):
         return text
     for pattern, repl in _DISPLAY_SUBS:
         text = pattern.sub(repl, text)

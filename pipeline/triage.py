@@ -1,8 +1,9 @@
 """Reviewer triage over papers: the query language, filters, sort orders and row formats.
 
 The report page runs the same queries in the browser: it gets each paper's `search_text`
-and its rank under every sort order from here (pipeline/report/protocol.py), so the page and
-`digest triage` cannot disagree about what matches or in which order.
+(or its `search_parts`, where the script rebuilds the rest exactly) and the orders of
+`sort_key` from here (pipeline/report/protocol.py), so the page and `digest triage` cannot
+disagree about what matches or in which order.
 
 Text search: the query is split into terms; a paper matches when every term occurs in its
 search text (case-insensitive, whitespace-normalized). A "double-quoted phrase" is one term.
@@ -136,15 +137,18 @@ def _claims_field_contains(paper: Paper, key: str, needle: str) -> bool:
     return contains_any(claim_values(paper, key), needle)
 
 
+def search_parts(paper: Paper) -> tuple[list[str], list[str]]:
+    """The texts a free-text search looks at before the abstract and after it, in order."""
+    head = [paper.id, *paper.paper_ids, paper.title or "", paper.tldr or ""]
+    tail = [*paper.keywords, *paper.author_keywords, *paper.authors, *paper.tags]
+    tail.extend(str(c.get("statement") or "") for c in paper.claims)
+    return head, tail
+
+
 def search_text(paper: Paper) -> str:
     """Everything a free-text search looks at, lowercased and whitespace-normalized."""
-    parts = [paper.id, *paper.paper_ids, paper.title or "", paper.tldr or "", paper.abstract]
-    parts.extend(paper.keywords)
-    parts.extend(paper.author_keywords)
-    parts.extend(paper.authors)
-    parts.extend(paper.tags)
-    parts.extend(str(c.get("statement") or "") for c in paper.claims)
-    return normalize_ws(" ".join(parts)).lower()
+    head, tail = search_parts(paper)
+    return normalize_ws(" ".join([*head, paper.abstract, *tail])).lower()
 
 
 def matches(paper: Paper, query: Query) -> bool:
@@ -194,16 +198,17 @@ def sort_key(key: str, taxonomy: Taxonomy | None = None) -> Callable[[Paper], tu
     raise InputError(f"unknown sort key {key!r}; choose from {', '.join(SORT_KEYS)}")
 
 
-def _natural(text: str) -> tuple:
+def natural_key(text: str) -> tuple:
+    """A text's key in natural order: digit runs compare as numbers (P2 before P10)."""
     return tuple(int(x) if x.isdigit() else x.lower() for x in _DIGITS.split(text))
 
 
 def _id_key(p: Paper) -> tuple:
     """By the user's id (naturally: P2 before P10), else number, else hash; then the hash."""
     if p.paper_id:
-        return (0, _natural(p.paper_id), p.id)
+        return (0, natural_key(p.paper_id), p.id)
     if p.number:
-        return (1, _natural(p.number), p.id)
+        return (1, natural_key(p.number), p.id)
     return (2, (), p.id)
 
 

@@ -14,11 +14,20 @@ import yaml
 from click.testing import CliRunner
 
 from pipeline.cli import main
+from pipeline.csvfile import csv_cell
 from pipeline.report.html import render_html, script_json, write_html_report
 from pipeline.report.markdown import md_escape, render_markdown, write_markdown_report
-from pipeline.report.protocol import highlight_segments, report_paper
-from pipeline.rundir import RunReader
+from pipeline.report.protocol import (
+    ROW_FIELDS,
+    SEARCH_FIELDS,
+    SortOrders,
+    export_row,
+    highlight_segments,
+    report_paper,
+)
+from pipeline.rundir import Paper, RunReader
 from pipeline.taxonomy import Taxonomy
+from pipeline.triage import SORT_KEYS, claim_values, paper_row, search_text, sort_papers
 
 RUN = Path(__file__).parent / "data" / "run_small"
 XSS = "506c1eae6e5ec217"
@@ -75,8 +84,8 @@ def test_highlight_on_original_offsets_then_display_normalized():
 def test_claim_without_valid_span_keeps_its_evidence_as_text():
     (paper,) = [p for p in RunReader(RUN).papers() if p.id == "39954d708d621dc0"]
     data = report_paper(paper)
-    assert all(c["evidence"] is None for c in data["claims"])  # every span valid: no fallback
-    marked = ["".join(str(s[0])) for s in data["abstract"] if len(s) > 1]
+    assert all("evidence" not in c for c in data["claims"])  # every span valid: no fallback
+    marked = ["".join(str(s[0])) for s in derived_segments(data) if len(s) > 1]
     assert marked == [
         "On ImageNet 256x256 it reaches an FID of 2.31",
         "improving over consistency models by 0.8 FID",
@@ -190,3 +199,143 @@ def test_write_markdown_report_path(tmp_path):
     shutil.copytree(RUN, run)
     out = write_markdown_report(run, None, tmp_path / "digest.md")
     assert out.read_text(encoding="utf-8").startswith("# Digest of run\n")
+
+
+# ---- the compact protocol: what the script derives equals what triage computes
+
+
+def _norm(text) -> str:
+    return " ".join(str(text or "").split()).lower()
+
+
+def _card_field(data: dict, code: int) -> str:
+    name = SEARCH_FIELDS[code]
+    if name == "statements":
+        return " ".join(c["statement"] for c in data["claims"])
+    value = data[name]
+    return " ".join(value) if isinstance(value, list) else value
+
+
+def derived_search(data: dict) -> str:
+    """The search text as report.js rebuilds it (norm() is exact on what Python names)."""
+    if isinstance(data["search"], str):
+        return data["search"]
+    parts = [_norm(_card_field(data, x)) if isinstance(x, int) else x for x in data["search"]]
+    return " ".join(p for p in parts if p)
+
+
+def derived_segments(data: dict) -> list:
+    """The abstract's pieces as report.js cuts them from a string abstract and the spans."""
+    if not isinstance(data["abstract"], str):
+        return data["abstract"]
+    text = data["abstract"]
+    found = [(*c["span"], n) for n, c in enumerate(data["claims"], 1) if "span" in c]
+    if not found:
+        return [[text]] if text else []
+    cuts = sorted({0, len(text), *(x for s, e, _ in found for x in (s, e))})
+    out: list = []
+    last = None
+    for a, b in zip(cuts, cuts[1:], strict=False):
+        cov = [n for s, e, n in found if s <= a and b <= e]
+        if out and last == cov:
+            out[-1][0] += text[a:b]
+        else:
+            out.append([text[a:b], *cov])
+            last = cov
+    return out
+
+
+ODD_TEXTS = [
+    "Plain ASCII text with  double  spaces\tand tabs.",
+    "Typographic \u2018quotes\u2019 \u201clike\u201d these \u2014 and dashes \u2013 \u00d7 2 \u2264 3.",
+    "Non-ASCII: \u00c9COLE na\u00efve \u0130stanbul STRASSE \u00df \u03a3\u039f\u03a6\u039f\u03a3 end.",
+    "Odd whitespace\u00a0nbsp\u2003em\u2028line\x1cfs\x1dgs\x85nel\ufeffbom here.",
+    "Markup: $\\textit{in vivo}$ and *emphasis* and ``quoted'' text.",
+    "Astral \U0001d465 math and emoji \U0001f600 before 91% accuracy.",
+    "Circled \u24b6 and Kelvin \u212a and Angstrom \u212b signs.",
+]
+
+
+def _odd_papers() -> list:
+    out = []
+    for i, text in enumerate(ODD_TEXTS):
+        start = text.index(" ") + 1
+        claims = (
+            {"statement": f"Claim {text[:20]}", "kind": "quantitative", "span": [start, start + 8]},
+            {"statement": "=1+2 formula", "kind": "qualitative", "metric": "-5", "span": [0, 4]},
+            {"statement": "n", "kind": "quantitative", "value": [1, True][i % 2], "metric": "-5"},
+        )
+        out.append(
+            Paper(
+                id=f"{i:016x}",
+                title=text if i % 2 else f"T\u00cdTULO {i}",
+                abstract=text,
+                paper_id=["=cmd", "-12", "+1e3", "@x", f"P{i}", "-inf", "\tx"][i],
+                paper_ids=(f"ALT{i}",),
+                tldr=text[::-1],
+                tags=[(), ("graph-neural-networks", "=odd"), ("-5", "x"), ("-5",)][i % 4],
+                keywords=(text[:10], "*kw*") if i % 2 else ("-kw",),
+                author_keywords=("AK \u00c9",),
+                authors=("\u00c5sa N\u00f8rd", '"Q, uote"'),
+                venue="V\r\nenue",
+                claims=claims,
+                sources=(("in.jsonl", i),),
+            )
+        )
+    return out
+
+
+def test_script_derivations_equal_triage_on_real_and_odd_papers():
+    papers = list(RunReader(RUN).papers()) + _odd_papers()
+    for paper in papers:
+        data = json.loads(script_json(report_paper(paper, TAXONOMY)))  # what the script reads
+        assert derived_search(data) == search_text(paper)
+        assert derived_segments(data) == highlight_segments(paper.abstract, paper.claims)
+        assert data["metrics"] == claim_values(paper, "metric")
+        assert data["datasets"] == claim_values(paper, "dataset")
+        assert data["n_quantitative"] == paper.n_quantitative
+        row = paper_row(paper, TAXONOMY)
+        assert export_row(data, TAXONOMY) == list(row.values())
+        assert list(row) == list(ROW_FIELDS)
+        texts = [
+            "; ".join(map(str, v)) if isinstance(v, list) else "" if v is None else str(v)
+            for v in row.values()
+        ]
+        # formula-like cells csv_cell leaves bare (numbers): the script must not quote them
+        bare = [
+            i
+            for i, (t, v) in enumerate(zip(texts, row.values(), strict=True))
+            if t[:1] in ("=", "+", "-", "@", "\t", "\r")
+            and t
+            and csv_cell(t) == t
+            and not isinstance(v, int)
+        ]
+        assert data.get("f", []) == bare
+    odd = [report_paper(p, TAXONOMY) for p in _odd_papers()]
+    assert any(isinstance(d["abstract"], str) for d in odd)
+    assert any(not isinstance(d["abstract"], str) for d in odd)  # markup, astral
+    assert any(d.get("f") for d in odd)
+    assert any(isinstance(d["search"], list) and 3 not in d["search"] for d in odd)
+
+
+def test_sort_orders_equal_triage_sorting():
+    base = list(RunReader(RUN).papers()) + _odd_papers()
+    papers = base + [
+        Paper(id=f"z{i}", title=t, abstract="x", paper_id=u, number=n, tags=g, claims=c)
+        for i, (t, u, n, g, c) in enumerate(
+            [
+                (None, None, "10", (), ()),
+                ("beta", None, "9", ("neuroscience",), ({"kind": "quantitative"},)),
+                ("Beta", "P10", None, ("graph-neural-networks",), ({},)),
+                ("", "P2", None, ("diffusion-models",), ({}, {})),
+                (None, None, None, ("neuroscience",), ({"kind": "quantitative"}, {})),
+            ]
+        )
+    ]
+    orders = SortOrders(TAXONOMY)
+    for p in papers:
+        orders.add(p, p.n_quantitative)
+    got = orders.orders()
+    for key in SORT_KEYS:
+        expected = [p.id for p in sort_papers(papers, key, TAXONOMY)]
+        assert [papers[i].id for i in got[key]] == expected, key

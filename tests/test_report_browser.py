@@ -300,7 +300,44 @@ def agreement_runs(tmp_path_factory, taxonomy):
         + ["--cache-dir", str(root / "cache"), "--no-progress"],
     )
     assert res.exit_code in (0, 1), res.output
-    return {"small": small, "real": real, "openreview": export}
+    odd = root / "odd"
+    rows = [
+        {
+            "id": ["=cmd", "-12", "+1e3", "@x", "P4", "-inf", "\tx", "P7"][i % 8]
+            + f"{i}" * (i > 7),
+            "number": str(i),
+            "title": text if i % 2 else f"T\u00cdTULO {i} \u03a3\u039f\u03a6\u039f\u03a3",
+            "abstract": f"{text} The model reaches {90 + i}.{i}% accuracy on ImageNet, "
+            f"improving over the baseline by {i}.5 points. Language model training.",
+            "authors": ["\u00c5sa N\u00f8rd", '"Q, uote"', "-minus"],
+            "keywords": [text[:12], "*kw*", "=kw"],
+            "venue": 'V\u00e9nue, "x"',
+        }
+        for i, text in enumerate(ODD_ABSTRACTS * 2)
+    ]
+    inputs = root / "odd.jsonl"
+    inputs.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    res = CliRunner().invoke(
+        main,
+        ["run", str(inputs), "--provider", "offline", "--out", str(odd)]
+        + ["--cache-dir", str(root / "cache"), "--no-progress"],
+    )
+    assert res.exit_code in (0, 1), res.output
+    return {"small": small, "real": real, "openreview": export, "odd": odd}
+
+
+# Texts where Python's and JavaScript's whitespace and case rules differ, markup the card
+# shows differently, astral characters (two UTF-16 units), typographic punctuation
+ODD_ABSTRACTS = [
+    "Plain ASCII text with  double  spaces\tand tabs.",
+    "Typographic \u2018quotes\u2019 \u201clike\u201d these \u2014 dashes \u2013 \u00d7 2 \u2264 3.",
+    "Non-ASCII: \u00c9COLE na\u00efve \u0130stanbul STRASSE \u00df \u03a3\u039f\u03a6\u039f\u03a3 end.",
+    "Odd whitespace\u00a0nbsp\u2003em\u2028line\x1cfs\x1dgs\x85nel\ufeffbom here.",
+    "Markup: $\\textit{in vivo}$ and *emphasis* and ``quoted'' text.",
+    "Astral \U0001d465 math and emoji \U0001f600 before the results.",
+    "Circled \u24b6 and Kelvin \u212a and Angstrom \u212b signs.",
+    "Greek \u039f\u0394\u039f\u03a3 \u03a3 final sigma and \u1e9e capital sharp s.",
+]
 
 
 def _cli_ids(run_dir: Path, args: list[str], taxonomy_path: Path) -> list[str]:
@@ -310,6 +347,38 @@ def _cli_ids(run_dir: Path, args: list[str], taxonomy_path: Path) -> list[str]:
     )
     assert res.exit_code == 0, res.output
     return [json.loads(line)["id"] for line in res.stdout.splitlines()]
+
+
+ODD_QUERIES = [
+    pytest.param(["--grep", "\u00e9cole"], {"q": "\u00e9cole"}, id="odd-accent"),
+    pytest.param(
+        ["--grep", "\u03c3\u03bf\u03c6\u03bf\u03c2"],
+        {"q": "\u03c3\u03bf\u03c6\u03bf\u03c2"},
+        id="odd-sigma",
+    ),
+    pytest.param(
+        ["--grep", "\u03c3\u03bf\u03c6\u03bf\u03c3"],
+        {"q": "\u03c3\u03bf\u03c6\u03bf\u03c3"},
+        id="odd-sigma2",
+    ),
+    pytest.param(["--grep", '"nbsp em"'], {"q": '"nbsp em"'}, id="odd-nbsp"),
+    pytest.param(["--grep", '"line fs"'], {"q": '"line fs"'}, id="odd-fs"),
+    pytest.param(["--grep", '"gs nel"'], {"q": '"gs nel"'}, id="odd-nel"),
+    pytest.param(["--grep", '"nel bom"'], {"q": '"nel bom"'}, id="odd-bom"),
+    pytest.param(["--grep", '"double spaces and"'], {"q": '"double spaces and"'}, id="odd-ws"),
+    pytest.param(["--grep", '"in vivo"'], {"q": '"in vivo"'}, id="odd-markup"),
+    pytest.param(["--grep", "textit"], {"q": "textit"}, id="odd-markup-raw"),
+    pytest.param(["--grep", "\u24d0"], {"q": "\u24d0"}, id="odd-circled"),
+    pytest.param(["--grep", "k"], {"q": "\u212a"}, id="odd-kelvin"),
+    pytest.param(["--grep", "i\u0307stanbul"], {"q": "i\u0307stanbul"}, id="odd-dotted-i"),
+    pytest.param(["--grep", "\U0001f600 before"], {"q": "\U0001f600 before"}, id="odd-emoji"),
+    pytest.param(["--grep", '"\u2014 dashes"'], {"q": '"\u2014 dashes"'}, id="odd-dash"),
+    pytest.param(["--grep", '"sigma and \u00df"'], {"q": '"sigma and \u00df"'}, id="odd-sharp-s"),
+    pytest.param(["--grep", "n\u00f8rd -minus"], {"q": "n\u00f8rd -minus"}, id="odd-authors"),
+    pytest.param(["--grep", '"*kw* =kw"'], {"q": '"*kw* =kw"'}, id="odd-keywords"),
+    pytest.param(["--sort", "title"], {"sort": "title"}, id="odd-sort-title"),
+    pytest.param(["--sort", "id", "--reverse"], {"sort": "id", "dir": "desc"}, id="odd-sort-id"),
+]
 
 
 @pytest.mark.parametrize("which", ["small", "real", "openreview"])
@@ -328,6 +397,24 @@ def test_page_and_cli_agree(driver, agreement_runs, which, args, state):
         if len(expected) == total
         else f"{len(expected)} of {total} papers match"
     )
+
+
+@pytest.mark.parametrize(("args", "state"), AGREEMENT_QUERIES[:8] + ODD_QUERIES)
+def test_page_and_cli_agree_on_odd_texts(driver, agreement_runs, args, state):
+    test_page_and_cli_agree(driver, agreement_runs, "odd", args, state)
+
+
+def test_odd_queries_select_something(agreement_runs):
+    papers = list(iter_papers(agreement_runs["odd"]))
+    for param in ODD_QUERIES[:-2]:
+        args = param.values[0]
+        hits = select(papers, Query(grep=args[1]))
+        # a medial sigma never matches a final one, and U+FEFF is no
+        # whitespace to Python (the page must agree: it finds nothing either)
+        assert hits or args[1] in ODD_EMPTY_OK, args
+
+
+ODD_EMPTY_OK = ("\u03c3\u03bf\u03c6\u03bf\u03c3", '"nel bom"')
 
 
 def test_phrase_queries_match_as_phrases(agreement_runs):
@@ -421,21 +508,32 @@ def test_metric_facet_selects_what_triage_metric_selects(driver, agreement_runs)
     WebDriverWait(driver, 5).until(lambda d: len(visible_ids(d)) == len(NOTES))
 
 
-def test_export_of_the_filtered_set_equals_triage_output(driver, agreement_runs, tmp_path):
-    run_dir = agreement_runs["openreview"]
+@pytest.mark.parametrize(
+    ("which", "fragment", "args"),
+    [
+        ("openreview", "#q=adversarial&sort=title", ["--grep", "adversarial", "--sort", "title"]),
+        ("odd", "#sort=id", ["--sort", "id"]),  # formula-like, quoted, non-ASCII cells
+        ("small", "#dir=desc", ["--reverse"]),
+    ],
+)
+def test_export_of_the_filtered_set_equals_triage_output(
+    driver, agreement_runs, tmp_path, which, fragment, args
+):
+    run_dir = agreement_runs[which]
     downloads = tmp_path / "downloads"
     downloads.mkdir()
     driver.execute_cdp_cmd(
         "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)}
     )
-    open_report(driver, run_dir / "report.html", "#q=adversarial&sort=title")
-    args = ["--grep", "adversarial", "--sort", "title"]
+    open_report(driver, run_dir / "report.html", fragment)
     expected_ids = _cli_ids(run_dir, args, PACKAGE_PROMPTS_DIR / "taxonomy.yaml")
     wait_ids(driver, expected_ids[:50])
     driver.find_element(By.ID, "export-csv").click()
     csv_file = downloads / "papers.csv"
     WebDriverWait(driver, 10).until(lambda d: csv_file.is_file() and csv_file.stat().st_size > 0)
-    triage_csv = CliRunner().invoke(main, ["triage", str(run_dir), "--format", "csv", *args])
+    triage_csv = CliRunner().invoke(
+        main, ["triage", str(run_dir), "--format", "csv", *args], catch_exceptions=False
+    )
     assert csv_file.read_bytes() == triage_csv.stdout_bytes  # CRLF rows, byte for byte
     driver.find_element(By.ID, "export-json").click()
     json_file = downloads / "papers.json"
@@ -443,7 +541,11 @@ def test_export_of_the_filtered_set_equals_triage_output(driver, agreement_runs,
     rows = json.loads(json_file.read_text(encoding="utf-8"))
     jsonl = CliRunner().invoke(main, ["triage", str(run_dir), "--format", "jsonl", *args])
     assert rows == [json.loads(line) for line in jsonl.stdout.splitlines()]
-    assert [r["id"] for r in rows] == expected_ids and rows[0]["paper_id"]
+    assert [r["id"] for r in rows] == expected_ids
+    assert rows[0]["paper_id"] or which == "small"
+    if which == "odd":
+        text = csv_file.read_bytes().decode("utf-8")
+        assert "\r\n'=cmd" in text and "\r\n-12,1," in text  # a formula is quoted, a number not
 
 
 def test_phone_layout_puts_papers_first_and_facets_behind_a_button(driver, agreement_runs):
@@ -547,3 +649,27 @@ def test_j_k_move_between_papers_and_o_opens_one(driver, agreement_runs):
     box = driver.find_element(By.ID, "q")
     box.send_keys("jk")
     assert box.get_attribute("value") == "jk" and current() == ids[1]
+
+
+@pytest.mark.parametrize("which", ["real", "odd"])
+def test_highlights_equal_highlight_segments(driver, agreement_runs, which):
+    from pipeline.report.protocol import highlight_segments
+
+    run_dir = agreement_runs[which]
+    papers = [p for p in iter_papers(run_dir) if p.claims][:6]
+    assert papers
+    for p in papers:
+        open_report(driver, run_dir / "report.html", f"#paper={p.id}")
+        wait_ids(driver, [p.id])
+        body = card(driver, p.id).find_element(By.CSS_SELECTOR, "details.abs p")
+        got = driver.execute_script(
+            "return Array.from(arguments[0].childNodes).filter(function (n) {"
+            " return n.nodeName !== 'SUP'; }).map(function (n) {"
+            " return n.nodeName === 'MARK' ? [n.textContent, n.dataset.c] : [n.textContent]; });",
+            body,
+        )
+        expected = [
+            [s[0], " ".join(map(str, s[1:]))] if len(s) > 1 else [s[0]]
+            for s in highlight_segments(p.abstract, p.claims)
+        ]
+        assert got == expected

@@ -29,14 +29,21 @@ from pathlib import Path
 from typing import IO, Any
 
 from pipeline.errors import StorageError
-from pipeline.report.protocol import CSV_HEADER, SORTS, FacetCounter, report_paper
+from pipeline.report.protocol import (
+    CSV_HEADER,
+    ROW_FIELDS,
+    FacetCounter,
+    SortOrders,
+    report_paper,
+)
 from pipeline.rundir import Manifest, Paper, RunReader, SummaryRecord
 from pipeline.rundir.writer import remove_stale_tmp
 from pipeline.stages import stage_names
 from pipeline.taxonomy import Taxonomy
-from pipeline.triage import DEFAULT_FORUM_URL, sort_key
+from pipeline.triage import DEFAULT_FORUM_URL, tag_label
 
 HTML_FILE = "report.html"
+_BATCH = 64  # papers per json.dumps call
 
 _SCRIPT_ESCAPES = (
     ("<", "\\u003c"),
@@ -78,7 +85,7 @@ def _tag_table(taxonomy: Taxonomy | None, seen: Counter[str]) -> tuple[dict, lis
         for facet in taxonomy.facets:
             facets.append([facet.id, facet.label])
             for tag in facet.tags:
-                tags[tag.id] = [tag.label, facet.id]
+                tags[tag.id] = [tag_label(taxonomy, tag.id), facet.id]
     unknown = [t for t in seen if t not in tags]
     if unknown:
         facets.append(["other", "Other tags" if taxonomy is not None else "Tags"])
@@ -106,8 +113,9 @@ class HtmlPageWriter:
         self.n = 0
         self._metrics = FacetCounter()
         self._datasets = FacetCounter()
-        self._keys: dict[str, list[tuple]] = {key: [] for key in SORTS}
-        self._key_fns = {key: sort_key(key, taxonomy) for key in SORTS}
+        self._orders = SortOrders(taxonomy)
+        self._batch: list[dict[str, Any]] = []
+        self._written = 0
         head = asset("report.html").split("<!--DATA-->")[0]
         slots = {
             "CSP": html.escape(_csp(asset("report.js"))),
@@ -120,20 +128,31 @@ class HtmlPageWriter:
     def add(self, paper: Paper) -> None:
         """One paper's card data."""
         self.seen.update(paper.tags)
-        for key, fn in self._key_fns.items():
-            self._keys[key].append(fn(paper))
-        self._metrics.add(paper, "metric")
-        self._datasets.add(paper, "dataset")
-        data = report_paper(paper, self.taxonomy, self.forum)
-        self.fh.write(("," if self.n else "") + script_json(data))
+        data: dict[str, Any] = report_paper(paper, self.taxonomy, self.forum)  # type: ignore[assignment]
+        self._orders.add(paper, data["n_quantitative"])
+        self._metrics.add(paper, "metric", data["metrics"])
+        self._datasets.add(paper, "dataset", data["datasets"])
+        # One json.dumps per batch of papers costs less than one per paper.
+        self._batch.append(data)
+        if len(self._batch) >= _BATCH:
+            self._flush()
         self.n += 1
+
+    def _flush(self) -> None:
+        if self._batch:
+            text = script_json(self._batch)[1:-1]
+            self.fh.write(("," if self._written else "") + text)
+            self._written += len(self._batch)
+            self._batch = []
 
     def finish(self, *, info: str = "", incomplete: str | None = None) -> int:
         """Everything after the papers; returns the paper count."""
+        self._flush()
         tags, facets = _tag_table(self.taxonomy, self.seen)
-        order = {
-            key: sorted(range(self.n), key=keys.__getitem__) for key, keys in self._keys.items()
-        }
+        # The orders go out as JSON text straight from their compact arrays.
+        orders = ",".join(
+            f'"{key}":[{",".join(map(str, idx))}]' for key, idx in self._orders.orders().items()
+        )
         meta = {
             "title": self.title,
             "info": info,
@@ -142,12 +161,12 @@ class HtmlPageWriter:
             "stages": list(stage_names()),
             "tags": tags,
             "facets": facets,
-            "order": order,
             "metric_facets": self._metrics.facets(),
             "dataset_facets": self._datasets.facets(),
             "csv_header": CSV_HEADER,
+            "row_fields": list(ROW_FIELDS),
         }
-        self.fh.write("]," + script_json(meta)[1:] + "</script>\n")
+        self.fh.write('],"order":{' + orders + "}," + script_json(meta)[1:] + "</script>\n")
         self.fh.write(f"<script>{asset('report.js')}</script>")
         self.fh.write(asset("report.html").split("<!--DATA-->")[1])
         return self.n

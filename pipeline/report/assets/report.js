@@ -1,7 +1,8 @@
 // report.html's only script. It renders `ReportData` (pipeline/report/protocol.py) and
-// filters it; it never computes a search text, a sort order, a facet's papers or an export
-// row of its own: those come from Python (triage.search_text, triage.sort_key,
-// triage.paper_keys, triage.paper_row / row_csv), so the page agrees with `digest triage`.
+// filters it; it never sorts, searches differently or picks a facet's papers on its own:
+// sort orders, facets, search texts (or the parts around an abstract it may join in, see
+// protocol.py) and the export values come from Python (triage.search_text, triage.sort_key,
+// triage.paper_keys, triage.paper_row), so the page agrees with `digest triage`.
 // The DOM is built with textContent only, never from HTML strings.
 (function () {
   "use strict";
@@ -25,6 +26,20 @@
   function facetNo(t) { var i = TAGS[t] ? FACETS.indexOf(TAGS[t][1]) : -1; return i < 0 ? 7 : i % 8; }
   function norm(s) { return String(s || "").trim().split(/\s+/).filter(Boolean).join(" ").toLowerCase(); }
 
+  // protocol.SEARCH_FIELDS
+  function searchField(p, code) {
+    switch (code) {
+      case 0: return p.id;
+      case 1: return p.title;
+      case 2: return p.tldr;
+      case 3: return p.abstract;
+      case 4: return p.keywords.join(" ");
+      case 5: return p.authors.join(" ");
+      case 6: return p.tags.join(" ");
+      default: return p.claims.map(function (c) { return c.statement; }).join(" ");
+    }
+  }
+
   // rank[key][paper index] = position of the paper in the ascending order of `key`
   var RANK = {};
   SORTS.forEach(function (key) {
@@ -32,7 +47,15 @@
     D.order[key].forEach(function (paperIndex, pos) { r[paperIndex] = pos; });
     RANK[key] = r;
   });
-  P.forEach(function (p, i) { p.i = i; p.bad = Object.keys(p.failed).length > 0; });
+  P.forEach(function (p, i) {
+    p.i = i; p.bad = Object.keys(p.failed).length > 0;
+    // the search text's parts: texts, or card fields Python knows norm() gets exactly
+    // (protocol.search_field)
+    if (typeof p.search !== "string") {
+      p.search = p.search.map(function (x) { return typeof x === "number" ? norm(searchField(p, x)) : x; })
+        .filter(Boolean).join(" ");
+    }
+  });
   var total = {};
   P.forEach(function (p) { p.tags.forEach(function (t) { total[t] = (total[t] || 0) + 1; }); });
 
@@ -150,6 +173,26 @@
     if (!p.status[st]) return el("div", "notrun", st + ": not run");
     return null;
   }
+  // The abstract's [text, claim_no, ...] pieces: sent as such (protocol.highlight_segments),
+  // or cut here the same way from the abstract and the claims' valid spans
+  function segments(p) {
+    if (typeof p.abstract !== "string") return p.abstract;
+    var text = p.abstract, found = [], cuts = [0, text.length];
+    p.claims.forEach(function (c, i) {
+      if (c.span) { found.push([c.span[0], c.span[1], i + 1]); cuts.push(c.span[0], c.span[1]); }
+    });
+    if (!found.length) return text ? [[text]] : [];
+    cuts = cuts.filter(function (x, i, a) { return a.indexOf(x) === i; }).sort(function (a, b) { return a - b; });
+    var out = [], last = null;
+    for (var k = 0; k + 1 < cuts.length; k++) {
+      var a = cuts[k], b = cuts[k + 1], piece = text.slice(a, b);
+      if (!piece) continue;
+      var cov = found.filter(function (f) { return f[0] <= a && b <= f[1]; }).map(function (f) { return f[2]; });
+      if (out.length && last.join(",") === cov.join(",")) out[out.length - 1][0] += piece;
+      else { out.push([piece].concat(cov)); last = cov; }
+    }
+    return out;
+  }
   function card(p) {
     var a = el("article", "card"); a.dataset.id = p.id; a.dataset.ref = p.ref;
     var h = el("h2", p.title ? "title" : "title derived");
@@ -185,7 +228,7 @@
     var det = el("details", "abs");
     det.appendChild(el("summary", null, "Abstract"));
     var body = el("p");
-    p.abstract.forEach(function (s) {
+    segments(p).forEach(function (s) {
       if (s.length === 1) { body.appendChild(document.createTextNode(s[0])); return; }
       var m = el("mark", null, s[0]); m.dataset.c = s.slice(1).join(" ");
       m.title = s.slice(1).map(function (n) { return "claim " + n + ": " + p.claims[n - 1].statement; }).join("\n");
@@ -362,11 +405,35 @@
     a.click();
     setTimeout(function () { URL.revokeObjectURL(url); }, 10000);
   }
+  // A paper's triage.paper_row values in D.row_fields order (protocol.export_row): `x`
+  // holds the values the card does not (0 = the card's own value).
+  function rowValues(p) {
+    var x = p.x;
+    return [x[0], p.number, x[1] === 0 ? p.title : x[1], p.id, p.url, x[2] === 0 ? p.tldr : x[2],
+      p.tags, p.tags.map(label), x[3] === 0 ? p.keywords : x[3], p.claims.length, p.n_quantitative,
+      x[4], x[5], Object.keys(p.failed).sort(), p.authors, p.venue, p.sources];
+  }
+  // csvfile.csv_cell + the csv module's minimal quoting; `p.f` lists the formula-like cells
+  // Python's float() accepts (left bare)
+  function csvCell(p, v, k) {
+    if (typeof v === "number") return String(v);
+    var text = v === null || v === undefined ? "" : Array.isArray(v) ? v.map(String).join("; ") : String(v);
+    if (/^[=+\-@\t\r]/.test(text) && !(p.f && p.f.indexOf(k) >= 0)) text = "'" + text;
+    return /[",\r\n]/.test(text) ? '"' + text.replace(/"/g, '""') + '"' : text;
+  }
+  function csvLine(p) {
+    return rowValues(p).map(function (v, k) { return csvCell(p, v, k); }).join(",") + "\r\n";
+  }
+  function rowObject(p) {
+    var o = {}, v = rowValues(p);
+    D.row_fields.forEach(function (f, k) { o[f] = v[k]; });
+    return o;
+  }
   $("export-csv").addEventListener("click", function () {
-    download("papers.csv", "text/csv;charset=utf-8", D.csv_header + ROWS.map(function (p) { return p.csv; }).join(""));
+    download("papers.csv", "text/csv;charset=utf-8", D.csv_header + ROWS.map(csvLine).join(""));
   });
   $("export-json").addEventListener("click", function () {
-    download("papers.json", "application/json", JSON.stringify(ROWS.map(function (p) { return p.row; }), null, 1) + "\n");
+    download("papers.json", "application/json", JSON.stringify(ROWS.map(rowObject), null, 1) + "\n");
   });
 
   // ---- summary and events
