@@ -272,9 +272,15 @@ def main(argv: list[str] | None = None) -> int:
 def running_ray(work: Path):
     """`ray start --head --block` with this machine's cores, stopped (by its pid) at the end."""
     cmd = [PYTHON, "-m", "ray.scripts.scripts", "start", "--head", "--block", "--port=0"]
+    cmd += ["--node-ip-address=127.0.0.1"]  # loopback only
     cmd += [f"--num-cpus={os.cpu_count()}", "--include-dashboard=false", "--disable-usage-stats"]
     cmd += [f"--object-store-memory={512 * 1024 * 1024}"]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", **RAY_AUTH}
+    env = {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+        **RAY_AUTH,
+    }
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)  # fmt: skip
     assert proc.stdout is not None
     address, lines = None, []

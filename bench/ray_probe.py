@@ -61,6 +61,8 @@ from typing import Any
 
 from bench.common import REPO_ROOT, machine_note, md_table, synthetic_rows
 
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # a local Ray on 127.0.0.1 only
+
 MODEL = "bench-model"
 API_KEY = "bench-key"
 STAGE_NAMES = ("tldr", "tags", "claims")

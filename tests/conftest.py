@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
+
+# A local Ray instance (tests/test_ray_engine.py) binds 127.0.0.1 only; Ray reads this when
+# first imported, so it is set before any test module can import ray.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "iclr2026"

@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -45,6 +46,7 @@ def local_ray():
     if not HAVE_RAY:
         yield None
         return
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # loopback only
     import ray
 
     ray.init(

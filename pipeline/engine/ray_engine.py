@@ -73,10 +73,15 @@ BATCH_SIZE = 32
 # The local instance's object store: results are small, the default (30% of RAM) is not.
 LOCAL_OBJECT_STORE_BYTES = 512 * 1024 * 1024
 OUTPUT_BLOCK_BYTES = 1024
+LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": node addresses are 127.0.0.1
 
 
 def require_ray() -> None:
     """Refuse `--engine ray` without the extra installed, or with the offline backend."""
+    if not os.environ.get("RAY_ADDRESS"):
+        # A local instance on loopback only: Ray otherwise binds the machine's address (read
+        # when ray is first imported, so before that; a cluster address keeps Ray's default).
+        os.environ.setdefault(LOOPBACK_ONLY, "0")
     try:
         import ray  # noqa: F401
         import ray.data  # noqa: F401
