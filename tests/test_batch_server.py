@@ -13,6 +13,7 @@ import json
 import openai
 import pytest
 from pydantic import ValidationError
+from synthetic import stub_answer
 
 from bench.batch_api import (
     CANCELLED_MESSAGE,
@@ -54,27 +55,6 @@ TAXONOMY = Taxonomy.model_validate(
 
 def abstract(i: int) -> str:
     return f"Item {i}. {BASE}"
-
-
-def stub_answer(stage: str, text: str) -> dict:
-    """Grounded, schema-valid answers for any abstract(i)."""
-    if stage == "tldr":
-        return {"tldr": "SparseFormer is a sparse transformer for image classification."}
-    if stage == "tags":
-        return {"tags": ["transformer"], "keywords": ["sparsity"]}
-    if stage == "claims":
-        claim = {
-            "statement": "SparseFormer beats ViT-B on ImageNet top-1 accuracy.",
-            "kind": "quantitative",
-            "metric": "top-1 accuracy",
-            "value": "5.1",
-            "unit": "%",
-            "dataset": "ImageNet",
-            "comparison": "ViT-B",
-            "evidence": "SparseFormer improves top-1 accuracy by 5.1% on ImageNet over ViT-B.",
-        }
-        return {"claims": [claim]}
-    raise ValueError(f"unknown stage {stage!r}")
 
 
 def validate(stage: str, content: str, text: str) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import openai
 import pytest
 from pydantic import ValidationError
+from synthetic import stub_answer
 
 from bench.openai_server import (
     HTML_PAGE,
@@ -56,27 +57,6 @@ TAXONOMY = Taxonomy.model_validate(
     }
 )
 STAGES = ("tldr", "tags", "claims")
-
-
-def stub_answer(stage: str, abstract: str) -> dict:
-    """Grounded, schema-valid answers for ABSTRACT (other abstracts only get a tldr)."""
-    if stage == "tldr":
-        return {"tldr": "SparseFormer is a sparse transformer for image classification."}
-    if stage == "tags":
-        return {"tags": ["transformer"], "keywords": ["sparsity"]}
-    if stage == "claims":
-        claim = {
-            "statement": "SparseFormer beats ViT-B on ImageNet top-1 accuracy.",
-            "kind": "quantitative",
-            "metric": "top-1 accuracy",
-            "value": "5.1",
-            "unit": "%",
-            "dataset": "ImageNet",
-            "comparison": "ViT-B",
-            "evidence": "SparseFormer improves top-1 accuracy by 5.1% on ImageNet over ViT-B.",
-        }
-        return {"claims": [claim]}
-    raise ValueError(f"unknown stage {stage!r}")
 
 
 def validate(stage: str, content: str, abstract: str = ABSTRACT) -> None:
