@@ -73,6 +73,7 @@ BATCH_SIZE = 32
 # The local instance's object store: results are small, the default (30% of RAM) is not.
 LOCAL_OBJECT_STORE_BYTES = 512 * 1024 * 1024
 OUTPUT_BLOCK_BYTES = 1024
+BLOCKS_PER_ACTOR = 8
 LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": node addresses are 127.0.0.1
 
 
@@ -452,7 +453,10 @@ def run_on_ray(
             # caches them as they come (the default bundles a whole task's output).
             ctx.target_max_block_size = OUTPUT_BLOCK_BYTES
             rows = pending.rows()
-            ds = ray.data.from_items(rows, override_num_blocks=min(actors, len(rows)))
+            # Several blocks per actor, at most two tasks in flight on each: with one block
+            # per actor the first actor to start took every block and the others idled.
+            blocks = min(len(rows), actors * BLOCKS_PER_ACTOR)
+            ds = ray.data.from_items(rows, override_num_blocks=blocks)
             ds = ds.map_batches(
                 StageActor,
                 fn_constructor_kwargs={
@@ -461,7 +465,7 @@ def run_on_ray(
                     "share": Share.of(settings, actors),
                 },
                 batch_size=BATCH_SIZE,
-                compute=ray.data.ActorPoolStrategy(size=actors),
+                compute=ray.data.ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=2),
                 num_cpus=1,
             )
             log.info(
