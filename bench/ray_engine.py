@@ -25,6 +25,7 @@ import resource
 import secrets
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -271,7 +272,10 @@ def main(argv: list[str] | None = None) -> int:
 @contextlib.contextmanager
 def running_ray(work: Path):
     """`ray start --head --block` with this machine's cores, stopped (by its pid) at the end."""
-    cmd = [PYTHON, "-m", "ray.scripts.scripts", "start", "--head", "--block", "--port=0"]
+    with socket.socket() as probe:  # a free port on loopback, so the address is known
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    cmd = [PYTHON, "-m", "ray.scripts.scripts", "start", "--head", "--block", f"--port={port}"]
     cmd += ["--node-ip-address=127.0.0.1"]  # loopback only
     cmd += [f"--num-cpus={os.cpu_count()}", "--include-dashboard=false", "--disable-usage-stats"]
     cmd += [f"--object-store-memory={512 * 1024 * 1024}"]
@@ -286,8 +290,8 @@ def running_ray(work: Path):
     address, lines = None, []
     for line in proc.stdout:
         lines.append(line)
-        if "ray start --address=" in line:
-            address = line.split("--address=", 1)[1].strip().strip("'\"")
+        if "Ray runtime started" in line:
+            address = f"127.0.0.1:{port}"
         if "--block" in line and address:
             break
     if address is None:
