@@ -46,7 +46,6 @@ from pipeline.engine.stage_runner import (
     Dropped,
     StageRunner,
     ask_until_valid,
-    cache_entry,
     report_progress,
 )
 from pipeline.errors import (
@@ -515,7 +514,7 @@ def _take(
         if answer.output is not None:
             stage = runner.stages[name]
             provenance = runner.provenance_of(stage, key, answer, pair["ms"])
-            runner.cache.stages[name].put(key, cache_entry(name, answer, provenance))
+            runner.store(stage, key, answer, provenance)  # the one cache-record format
         report_progress(progress, name, answer)
         answered[key] = Answered(answer, pair["ms"])
     if fatal is not None:

@@ -255,19 +255,6 @@ class Answered:
     latency_ms: float
 
 
-def cache_entry(stage: str, answer: Answer, provenance: Provenance) -> dict[str, Any]:
-    """The cache record of an ok answer."""
-    assert answer.output is not None
-    entry: dict[str, Any] = {
-        "stage": stage,
-        "output": answer.output,
-        "provenance": provenance.model_dump(mode="json"),
-    }
-    if answer.dropped:
-        entry["dropped"] = [d.as_json() for d in answer.dropped]
-    return entry
-
-
 def report_progress(progress: Progress, stage: str, answer: Answer) -> None:
     """Tell the progress watcher that one asked stage finished."""
     progress.stage_done(
@@ -504,7 +491,15 @@ class StageRunner:
 
     def store(self, stage: Stage, key: str, answer: Answer, provenance: Provenance) -> None:
         """Cache a valid answer: the one record format of every path (local, batch, Ray)."""
-        self.cache.stages[stage.name].put(key, cache_entry(stage.name, answer, provenance))
+        assert answer.output is not None
+        entry: dict[str, Any] = {
+            "stage": stage.name,
+            "output": answer.output,
+            "provenance": provenance.model_dump(mode="json"),
+        }
+        if answer.dropped:
+            entry["dropped"] = [d.as_json() for d in answer.dropped]
+        self.cache.stages[stage.name].put(key, entry)
 
     def _report_dropped(
         self, stage: Stage, abstract: Abstract, dropped: list[Dropped], attempts: int
