@@ -892,14 +892,16 @@ class OpenAIServer:
             s.arrivals.append(now)
             s.in_flight += 1
             s.in_flight_max = max(s.in_flight_max, s.in_flight)
+        response: _Response | None = None
         try:
             response = await self._chat_response(request, now)  # _Drop propagates: no status
             response = self._echo(request, response)
         finally:
+            # One lock section: a reader who sees in_flight == 0 sees every status counted.
             with self._stats.lock:
                 self._stats.in_flight -= 1
-        with self._stats.lock:
-            self._stats.by_status[response.status] += 1
+                if response is not None:
+                    self._stats.by_status[response.status] += 1
         return response
 
     async def _chat_response(self, request: _Request, now: float) -> _Response:

@@ -326,6 +326,8 @@ def test_401_after_the_preflight_stops_the_run_at_once(tmp_path, inputs):
         settings_ = settings(tmp_path, server, max_concurrency=8, stages="tldr")
         with pytest.raises(FatalBackendError, match="rejected the API key"):
             run_paths(settings_, [corpus_path(tmp_path)])
+        # Requests the client cut short are still being answered: wait for their statuses.
+        _wait_until(lambda: server.stats()["in_flight"] == 0)
         stats = server.stats()
     assert stats["by_status"][401] == stats["requests"] - 1
     assert stats["requests"] <= 1 + 8
