@@ -59,12 +59,37 @@ def cache_key(
     abstract hashes the same text and shares everything but `stage`, so the text digest and
     the part before `"text"` are memoized; the key is the same as hashing the whole payload.
     """
+    prefix = key_prefix(
+        stage=stage,
+        prompt_hash=prompt_hash,
+        schema_version=schema_version,
+        backend=backend,
+        model=model,
+        params=params,
+    )
+    return key_from_prefix(prefix, abstract_text)
+
+
+def key_prefix(
+    *,
+    stage: str,
+    prompt_hash: str,
+    schema_version: int,
+    backend: str,
+    model: str,
+    params: dict[str, Any],
+) -> str:
+    """The part of `cache_key`'s canonical JSON before the text digest (the same for every
+    abstract of a stage under one set of settings)."""
     if all(type(v) in _SCALARS for v in params.values()):
         # Types are part of the memo key: 0 == 0.0 == False, but their JSON differs.
         frozen = tuple((k, type(v), v) for k, v in params.items())
-        prefix = _key_prefix(stage, prompt_hash, schema_version, backend, model, frozen)
-    else:
-        prefix = _payload_prefix(stage, prompt_hash, schema_version, backend, model, params)
+        return _key_prefix(stage, prompt_hash, schema_version, backend, model, frozen)
+    return _payload_prefix(stage, prompt_hash, schema_version, backend, model, params)
+
+
+def key_from_prefix(prefix: str, abstract_text: str) -> str:
+    """`cache_key` of one abstract from its stage's `key_prefix`."""
     blob = f'{prefix}{_text_digest(abstract_text)}"}}'
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -153,21 +178,34 @@ class StageCache:
 
     def lookup(self, key: str) -> tuple[dict[str, Any] | None, bool]:
         """The cached record for `key` (or None) and whether its seal holds (module docstring)."""
+        line, sealed = self.lookup_line(key)
+        if line is None:
+            return None, False
+        record = self.parse(key, line)
+        return record, sealed and record is not None
+
+    def lookup_line(self, key: str) -> tuple[bytes | None, bool]:
+        """The cached line for `key` as written (or None) and whether its seal holds."""
         offset = self.index.get(key)
         if offset is None:
             return None, False
         self._reader.seek(offset)
         line = self._reader.readline()
+        return line, self._sealed(line, key)
+
+    def parse(self, key: str, line: bytes) -> dict[str, Any] | None:
+        """The record of a line of `key`, without its seal; None (and `key` forgotten) when
+        it is no JSON object."""
         try:
             record = json.loads(line)
         except (ValueError, RecursionError):  # bad JSON or UTF-8, a 5000-digit number, ...
             record = None
         if not isinstance(record, dict):
-            log.warning("%s: unreadable record at byte %d; recomputing", self.path, offset)
+            log.warning("%s: unreadable record for key %s; recomputing", self.path, key[:16])
             self.discard(key)
-            return None, False
+            return None
         record.pop("seal", None)
-        return record, self._sealed(line, key)
+        return record
 
     def _sealed(self, line: bytes, key: str) -> bool:
         if self._seal_id is None or len(line) < _SEAL_SUFFIX_LEN:

@@ -92,7 +92,7 @@ def _read_firsts(scanned: _ScannedFile) -> Iterator[Abstract]:
     )
     try:
         with _open_text(scanned.path, scanned.encoding) as f:
-            rows = _READERS[scanned.path.suffix.lower()](scanned.path, f)
+            rows = _TEXT_READERS[scanned.path.suffix.lower()](scanned.path, f)
             for pos, (text, _title, _paper_id) in enumerate(rows, 1):
                 if pos != position:
                     continue
@@ -297,6 +297,17 @@ def _paragraphs(f: TextIO) -> Iterator[str]:
 
 
 def _jsonl_rows(path: Path, f: TextIO) -> Iterator[tuple[str, str | None, PaperRef | None]]:
+    for row in _jsonl_canonical(path, f):
+        yield ingest_formats.canonical_fields(row)
+
+
+def _jsonl_texts(path: Path, f: TextIO) -> Iterator[tuple[str, None, None]]:
+    # The texts only: what reading the abstracts again after the scan needs.
+    for row in _jsonl_canonical(path, f):
+        yield ingest_formats.abstract_of(row), None, None
+
+
+def _jsonl_canonical(path: Path, f: TextIO) -> Iterator[dict]:
     # `f` splits on \n only (see _NEWLINE), like every other JSON Lines reader here.
     for lineno, line in enumerate(f, 1):
         if not line.strip(" \t\r\n"):
@@ -317,7 +328,7 @@ def _jsonl_rows(path: Path, f: TextIO) -> Iterator[tuple[str, str | None, PaperR
             raise InputError(
                 f"{path}:{lineno}: 'abstract' must be a string, not {_json_type(abstract)}"
             )
-        yield _row_fields(row)
+        yield row
 
 
 def _json_type(value: object) -> str:
@@ -347,6 +358,8 @@ def _row_fields(row: dict) -> tuple[str, str | None, PaperRef | None]:
 
 
 _READERS = {".txt": _txt_rows, ".jsonl": _jsonl_rows, ".csv": _csv_rows, **ingest_formats.READERS}
+# Readers that skip the title and identity fields, for reading the texts again.
+_TEXT_READERS = {**_READERS, ".jsonl": _jsonl_texts}
 
 
 @dataclass(slots=True)

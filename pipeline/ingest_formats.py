@@ -20,6 +20,7 @@ summaries.jsonl): views lead with it, the content hash stays the stable key.
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -116,14 +117,24 @@ def canonical_row(row: Any) -> Any:
     row = flatten_note(row)
     if not isinstance(row, dict):
         return row
+    names = _canonical_names(tuple(row))
+    if names is None:  # every column already has its canonical name (the common case)
+        return row
     out: dict[str, Any] = {}
-    for name, value in row.items():
-        key = _key(name)
-        canonical = _CANONICAL.get(key, str(name).strip().lower())
+    for canonical, value in zip(names, row.values(), strict=True):
         if canonical in out and out[canonical] not in (None, "", []):
             continue
         out[canonical] = value
     return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _canonical_names(columns: tuple[Any, ...]) -> tuple[str, ...] | None:
+    # The rows of one file share their columns: their mapping is worked out once.
+    names = tuple(_CANONICAL.get(_key(n), str(n).strip().lower()) for n in columns)
+    if names == columns and len(set(names)) == len(names):
+        return None
+    return names
 
 
 def _text(value: Any) -> str | None:
@@ -147,8 +158,17 @@ def _items(value: Any) -> tuple[str, ...]:
     return tuple(p for p in parts if p)
 
 
+_REF_FIELDS = ("id", "number", "forum", "authors", "authorids", "keywords", "venue", "affiliations")
+
+
 def paper_ref(row: Mapping[str, Any]) -> PaperRef | None:
     """The identity fields of a canonical row, or None when it has none."""
+    if "id" in row and not any(name in row for name in _REF_FIELDS[1:]):
+        paper_id = _text(row["id"])  # only an id (the common JSONL row): the short way
+        if paper_id is None:
+            return None
+        forum = paper_id if OPENREVIEW_ID.fullmatch(paper_id) else None
+        return PaperRef(id=paper_id, forum=forum)
     number = _text(row.get("number"))
     paper_id = _text(row.get("id"))
     forum = _text(row.get("forum"))
@@ -169,10 +189,18 @@ def paper_ref(row: Mapping[str, Any]) -> PaperRef | None:
 
 def row_fields(row: dict) -> Row:
     """(abstract, title, identity) of one row of any format (see the module docstring)."""
-    row = canonical_row(row)
+    return canonical_fields(canonical_row(row))
+
+
+def canonical_fields(row: dict) -> Row:
+    """(abstract, title, identity) of a row `canonical_row` gave."""
+    return (abstract_of(row), _text(row.get("title")), paper_ref(row))
+
+
+def abstract_of(row: dict) -> str:
+    """The abstract of a row `canonical_row` gave ('' when it has none)."""
     abstract = _unwrap(row.get("abstract"))
-    title = _text(row.get("title"))
-    return (abstract if isinstance(abstract, str) else "", title, paper_ref(row))
+    return abstract if isinstance(abstract, str) else ""
 
 
 def _json_rows(path: Path, f: TextIO) -> Iterator[Row]:
@@ -202,7 +230,7 @@ def _json_rows(path: Path, f: TextIO) -> Iterator[Row]:
             raise InputError(
                 f"{path}: item {n}: 'abstract' is a {type(abstract).__name__}, not text"
             )
-        yield row_fields(row)
+        yield canonical_fields(row)
 
 
 def _json_lines(path: Path, text: str) -> list[Any]:

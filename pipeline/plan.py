@@ -81,6 +81,9 @@ class _NoCache:
     def lookup(self, key: str) -> tuple[None, bool]:
         return None, False
 
+    def lookup_line(self, key: str) -> tuple[None, bool]:
+        return None, False
+
 
 class ReadOnlyCache:
     """The stage caches that exist, opened for lookups; a missing one is empty (not created)."""

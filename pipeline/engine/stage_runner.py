@@ -22,8 +22,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from pipeline.backends import Backend, Completion
-from pipeline.cache import Cache, cache_key
+from pipeline.cache import Cache, key_from_prefix, key_prefix
 from pipeline.engine.progress import Progress
 from pipeline.engine.stats import RunStats
 from pipeline.errors import BackendError, FatalBackendError, OutputValidationError
@@ -41,6 +43,15 @@ from pipeline.stages import Stage
 from pipeline.stages.base import Parsed, Rejected
 
 log = logging.getLogger(__name__)
+
+
+class _CachedLine(BaseModel):
+    """The parts of a cache record (`StageRunner.store` writes them) a sealed hit needs."""
+
+    model_config = ConfigDict(extra="ignore")
+    output: dict[str, Any]
+    provenance: Provenance
+    dropped: list[dict[str, Any]] = []
 
 
 @dataclass
@@ -303,18 +314,21 @@ class StageRunner:
         self.first_answers = first_answers if first_answers is not None else {}
         # Answers made elsewhere (the Ray engine), by cache key: settled like fresh ones.
         self.answered = answered if answered is not None else {}
+        self._key_prefixes: dict[tuple[str, str], str] = {}  # settings are fixed for a run
 
     def key(self, stage: Stage, abstract: Abstract) -> str:
         """Cache key of one (stage, abstract) under the current settings."""
-        return cache_key(
-            stage=stage.name,
-            prompt_hash=stage.prompt_hash,
-            schema_version=SCHEMA_VERSION,
-            backend=self.backend.name,
-            model=self.backend.model,
-            params=self.params,
-            abstract_text=abstract.text,
-        )
+        prefix = self._key_prefixes.get((stage.name, stage.prompt_hash))
+        if prefix is None:
+            prefix = self._key_prefixes[stage.name, stage.prompt_hash] = key_prefix(
+                stage=stage.name,
+                prompt_hash=stage.prompt_hash,
+                schema_version=SCHEMA_VERSION,
+                backend=self.backend.name,
+                model=self.backend.model,
+                params=self.params,
+            )
+        return key_from_prefix(prefix, abstract.text)
 
     def provenance(self, stage: Stage, key: str, **fields: Any) -> Provenance:
         """The provenance of a result of `stage` under the run's backend and settings."""
@@ -364,16 +378,28 @@ class StageRunner:
         if self.force:
             return None
         stage_cache = self.cache.stages[stage.name]
-        hit, sealed = stage_cache.lookup(key)
+        line, sealed = stage_cache.lookup_line(key)
+        if line is None:
+            return None
+        if sealed:
+            # Parsed straight from the line's bytes into its models (pydantic's JSON reader
+            # costs less than json.loads and a model built from the dict).
+            try:
+                cached = _CachedLine.model_validate_json(line)
+            except ValidationError:
+                pass  # not the record shape after all: the full path says why
+            else:
+                cached.provenance.cached = True
+                result = StageResult(
+                    status="ok", output=cached.output, provenance=cached.provenance
+                )
+                return result, [Dropped(**d) for d in cached.dropped]
+        hit = stage_cache.parse(key, line)
         if hit is None:
             return None
         try:
-            if sealed:
-                output = hit["output"]
-                provenance = Provenance.model_construct(**{**hit["provenance"], "cached": True})
-            else:
-                output = stage.validate(hit["output"], abstract.text)
-                provenance = Provenance.model_validate({**hit["provenance"], "cached": True})
+            output = stage.validate(hit["output"], abstract.text)
+            provenance = Provenance.model_validate({**hit["provenance"], "cached": True})
             dropped = [Dropped(**d) for d in hit.get("dropped", ())]
         except (OutputValidationError, ValueError, KeyError, TypeError) as exc:
             stage_cache.discard(key)
