@@ -99,6 +99,7 @@ class Server:
 
     def __init__(self, *, latency: float = 0.0, answer: str = "bench.common:bench_answer"):
         self.args = ["--port", "0", "--latency", str(latency), "--answer", answer]
+        self.args.append("--exit-with-parent")  # a killed benchmark leaves no server running
         self.proc: subprocess.Popen[str] | None = None
         self.base_url = ""
 

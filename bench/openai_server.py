@@ -52,6 +52,7 @@ import hashlib
 import importlib
 import json
 import math
+import os
 import re
 import signal
 import sys
@@ -1121,6 +1122,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--taxonomy", type=Path, help="taxonomy YAML for --answer offline")
     p.add_argument("--duration", type=float, help="exit after this many seconds")
     p.add_argument("--stats-file", type=Path, help="write stats() as JSON here on exit")
+    p.add_argument("--exit-with-parent", action="store_true", help="stop when the process that started this one ends (a killed benchmark leaves no server behind)")  # fmt: skip
     from bench.batch_api import add_cli_arguments
 
     add_cli_arguments(p)  # --batch-*
@@ -1164,8 +1166,10 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, lambda *_: stopping.set())
     print(server.start(), flush=True)
     deadline = time.monotonic() + args.duration if args.duration else math.inf
+    parent = os.getppid()
     while not stopping.wait(0.2) and time.monotonic() < deadline:
-        pass
+        if args.exit_with_parent and os.getppid() != parent:  # re-parented: the parent died
+            break
     server.stop()
     if args.stats_file:
         args.stats_file.write_text(json.dumps(server.stats()), encoding="utf-8")

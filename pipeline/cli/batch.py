@@ -10,7 +10,12 @@ import click
 from pipeline.batch import MAX_BYTES, MAX_REQUESTS
 from pipeline.batch.state import LATEST_BATCH, BatchState, load_state, locked, settings_of
 from pipeline.cli import main, say
-from pipeline.cli.options import describe_backend, run_options, settings_from_flags
+from pipeline.cli.options import (
+    describe_backend,
+    input_options,
+    run_options,
+    settings_from_flags,
+)
 from pipeline.cli.progress import BarProgress
 from pipeline.cli.run import say_counts, say_outcome
 from pipeline.cli.views import point_latest, resolve_run_dir
@@ -45,19 +50,10 @@ def _folder(path: Path) -> Path:
 
 @batch_group.command("submit")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--stages", help="Comma-separated subset of the stages (default: all).")
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(path_type=Path),
-    help="Batch folder [default: outputs/batch-<timestamp>]; collect writes the run into it.",
+@input_options(
+    out_help="Batch folder [default: outputs/batch-<timestamp>]; collect writes the run into it.",
+    dry_run_help="Count the pairs, cached ones and request files; write nothing, send nothing.",
 )
-@click.option(
-    "--dry-run",
-    is_flag=True,
-    help="Count the pairs, cached ones and request files; write nothing, send nothing.",
-)
-@click.option("--follow-symlinks", is_flag=True, help="Read symlinks leading out of input folders.")
 @click.option(
     "--max-requests",
     type=int,

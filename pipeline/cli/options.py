@@ -1,4 +1,4 @@
-"""Click options shared by every command that runs stages (`run`, `eval tldr`, `eval claims`)."""
+"""Click options shared by the commands that run stages (`run`, `batch submit`, `eval`)."""
 
 from __future__ import annotations
 
@@ -55,6 +55,29 @@ def run_options(func: Callable) -> Callable:
     for option in reversed(_OPTIONS):
         func = option(func)
     return func
+
+
+def input_options(*, out_help: str, dry_run_help: str) -> Callable[[Callable], Callable]:
+    """--stages, --out, --dry-run and --follow-symlinks: the options of a command that reads
+    inputs and writes a folder (`run`, `batch submit`); the help of --out and --dry-run is
+    the command's own."""
+    options = [
+        click.option("--stages", help="Comma-separated subset of the stages (default: all)."),
+        click.option("--out", "out_dir", type=click.Path(path_type=Path), help=out_help),
+        click.option("--dry-run", is_flag=True, help=dry_run_help),
+        click.option(
+            "--follow-symlinks",
+            is_flag=True,
+            help="Read symlinks under an input folder even when they lead out of it.",
+        ),
+    ]
+
+    def decorate(func: Callable) -> Callable:
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return decorate
 
 
 def settings_from_flags(config_path: Path | None, no_progress: bool, flags: dict) -> Settings:

@@ -8,7 +8,12 @@ import click
 
 from pipeline.backends import check_openai_settings
 from pipeline.cli import main, say
-from pipeline.cli.options import describe_backend, run_options, settings_from_flags
+from pipeline.cli.options import (
+    describe_backend,
+    input_options,
+    run_options,
+    settings_from_flags,
+)
 from pipeline.cli.progress import BarProgress
 from pipeline.cli.views import point_latest
 from pipeline.engine.ray_engine import check_engine
@@ -22,23 +27,10 @@ from pipeline.rundir.writer import ensure_writable_dir
 
 @main.command("run")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--stages", help="Comma-separated subset of the stages (default: all).")
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(path_type=Path),
-    help="Run folder [default: outputs/run-<timestamp>].",
-)
-@click.option(
-    "--dry-run",
-    is_flag=True,
-    help="Print the requests a run would send (cached results skipped), estimated tokens "
-    "and cost; send nothing, write nothing.",
-)
-@click.option(
-    "--follow-symlinks",
-    is_flag=True,
-    help="Read symlinks under an input folder even when they lead out of it.",
+@input_options(
+    out_help="Run folder [default: outputs/run-<timestamp>].",
+    dry_run_help="Print the requests a run would send (cached results skipped), estimated "
+    "tokens and cost; send nothing, write nothing.",
 )
 @click.option(
     "--engine",
