@@ -22,6 +22,7 @@ import logging
 import os
 import re
 import stat
+from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,14 +79,15 @@ class AbstractStream:
 
     def __iter__(self) -> Iterator[Abstract]:
         for scanned in self._files:
-            if scanned.firsts:
+            if scanned.entries:
                 yield from _read_firsts(scanned)
 
 
 def _read_firsts(scanned: _ScannedFile) -> Iterator[Abstract]:
     """The abstracts first seen in one file, texts read again and checked against the scan."""
-    wanted = iter(scanned.firsts)
-    position, entry = next(wanted)
+    wanted = iter(range(len(scanned.entries)))
+    k = next(wanted)
+    position, entry, fingerprint = scanned.positions[k], scanned.entries[k], scanned.fingerprints[k]
     changed = InputError(
         f"{scanned.path}: the file changed while the run was reading it; "
         "rerun the same command (finished work is cached)"
@@ -96,13 +98,14 @@ def _read_firsts(scanned: _ScannedFile) -> Iterator[Abstract]:
             for pos, (text, _title, _paper_id) in enumerate(rows, 1):
                 if pos != position:
                     continue
-                if hash(text) != entry.fingerprint:
+                if hash(text) != fingerprint:
                     raise changed
-                yield Abstract(entry.id, text, entry.title, entry.sources)
+                yield Abstract(entry.id, text, entry.title, entry.source_list())
                 nxt = next(wanted, None)
                 if nxt is None:
                     return
-                position, entry = nxt
+                position, entry = scanned.positions[nxt], scanned.entries[nxt]
+                fingerprint = scanned.fingerprints[nxt]
     except (OSError, UnicodeDecodeError) as exc:
         raise changed from exc
     raise changed  # fewer rows than the scan saw
@@ -126,20 +129,35 @@ class IngestResult:
 class _Entry:
     """What the scan keeps of one unique abstract: everything but its text."""
 
-    __slots__ = ("id", "title", "sources", "fingerprint")
+    __slots__ = ("id", "title", "sources")
 
-    def __init__(self, id: str, title: str | None, source: Source, fingerprint: int) -> None:
+    def __init__(self, id: str, title: str | None, source: Source) -> None:
         self.id = id
         self.title = title
-        self.sources = [source]
-        self.fingerprint = fingerprint
+        self.sources: Source | list[Source] = source  # a list from the second source on
+
+    def add_source(self, source: Source) -> None:
+        """One more place the abstract appeared."""
+        if isinstance(self.sources, list):
+            self.sources.append(source)
+        else:
+            self.sources = [self.sources, source]
+
+    def source_list(self) -> list[Source]:
+        """Every source, in the order seen."""
+        return list(self.sources) if isinstance(self.sources, list) else [self.sources]
 
 
 @dataclass(slots=True)
 class _ScannedFile:
+    """One input file and the abstracts first seen in it: their positions, what the scan
+    kept of them and a fingerprint of each text (parallel arrays: a few bytes each)."""
+
     path: Path
     encoding: str
-    firsts: list[tuple[int, _Entry]] = field(default_factory=list)  # (position, entry)
+    positions: array[int] = field(default_factory=lambda: array("q"))
+    entries: list[_Entry] = field(default_factory=list)
+    fingerprints: array[int] = field(default_factory=lambda: array("q"))
 
 
 def _looks_like_header(paragraph: str) -> bool:
@@ -513,16 +531,19 @@ def read_inputs(
         for position in file_skipped:
             skipped.append(f"{path}#{position}: empty abstract")
             log.warning("%s#%d: empty abstract skipped", path, position)
+        file = str(path)  # one string for every source in the file
         for position, abstract_id, title, ref, fingerprint in rows:
             n_inputs += 1
             paper_id = ref.id if ref else None
-            source = Source(file=str(path), position=position, paper_id=paper_id, ref=ref)
+            source = Source(file=file, position=position, paper_id=paper_id, ref=ref)
             entry = by_id.get(abstract_id)
             if entry is None:
-                entry = by_id[abstract_id] = _Entry(abstract_id, title, source, fingerprint)
-                scanned.firsts.append((position, entry))
+                entry = by_id[abstract_id] = _Entry(abstract_id, title, source)
+                scanned.positions.append(position)
+                scanned.entries.append(entry)
+                scanned.fingerprints.append(fingerprint)
             else:
-                entry.sources.append(source)
+                entry.add_source(source)
                 if entry.title is None and title:
                     entry.title = title
         scanned_files.append(scanned)
