@@ -18,6 +18,8 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 def csv_cell(value: Any) -> str:
     """A CSV cell that spreadsheets show as text: lists joined, formula-like strings quoted."""
+    if type(value) is str and not value.startswith(_FORMULA_START):
+        return value  # the common case, without the checks below
     if isinstance(value, list | tuple):
         value = "; ".join(str(v) for v in value)
     text = "" if value is None else str(value)
