@@ -207,3 +207,63 @@ def test_engine_ray_with_the_offline_backend_is_refused(tmp_path, corpus):
     result = _cli(tmp_path, corpus, "--provider", "offline", "--engine", "ray")
     assert result.exit_code == 2
     assert "offline" in result.stderr and "--engine local" in result.stderr
+
+
+class _Runner:
+    """What `_take` uses of a StageRunner: its stages, provenance and the cache writer."""
+
+    def __init__(self) -> None:
+        self.stages = {"claims": object()}
+        self.stored: dict[str, dict] = {}
+
+    def provenance_of(self, stage, key, answer, latency_ms):
+        return {"latency_ms": latency_ms}
+
+    def store(self, stage, key, answer, provenance) -> None:
+        self.stored[key] = {"output": answer.output, "dropped": answer.dropped}
+
+
+def test_the_driver_keeps_counts_not_outputs_of_the_ok_answers_it_cached():
+    """An ok answer is cached whole when it arrives and only its counts wait for the pass
+    (which reads the output back); a failed answer is kept whole (its error and raw text)."""
+    from pipeline.engine.progress import NoProgress
+    from pipeline.engine.ray_engine import Pending, RayBackend, _take
+    from pipeline.ingest import Abstract
+
+    ok = {"claims": [{"statement": "x"}]}
+    dropped = [{"index": 1, "kind": "ungrounded", "message": "m", "item": {"a": 1}}]
+    answers = [
+        {"output": ok, "error": None, "raw": '{"claims": [...]}', "dropped": dropped},
+        {
+            "output": None,
+            "raw": "not json",
+            "dropped": [],
+            "error": {"backend": False, "message": "bad", "kind": "json", "raw": "not json"},
+        },
+    ]
+    counts = {"attempts": 2, "tokens_in": 10, "tokens_out": 5, "tokens_cached": 0, "requests": 2}
+    payload = {
+        "actor": "a1",
+        "counts": {"n": 1, "sent": {}, "retries": {}, "pauses": 0},
+        "pairs": [
+            {"i": i, "stage": "claims", "answer": {**a, **counts}, "ms": 12.5}
+            for i, a in enumerate(answers)
+        ],
+    }
+    pending = Pending(
+        abstracts=[Abstract("h0", "text 0"), Abstract("h1", "text 1")],
+        keys=[{"claims": "k-ok"}, {"claims": "k-failed"}],
+    )
+    runner, answered = _Runner(), {}
+    backend = RayBackend.__new__(RayBackend)
+    backend.actors = {}
+    _take(payload, pending, runner, backend, NoProgress(), answered)
+
+    assert runner.stored["k-ok"]["output"] == ok and len(runner.stored["k-ok"]["dropped"]) == 1
+    held = answered["k-ok"]
+    assert held.in_cache and held.latency_ms == 12.5
+    assert held.answer.output is None and held.answer.raw is None and held.answer.dropped == []
+    assert (held.answer.tokens_in, held.answer.requests) == (10, 2)  # the counts stay
+    failed = answered["k-failed"]
+    assert not failed.in_cache and "k-failed" not in runner.stored
+    assert failed.answer.error is not None and failed.answer.raw == "not json"

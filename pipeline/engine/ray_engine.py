@@ -23,6 +23,7 @@ starts with this machine's cores. Ray is imported only when this engine runs.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import math
@@ -511,11 +512,15 @@ def _take(
         name = pair["stage"]
         key = pending.keys[pair["i"]][name]
         answer = answer_from_json(pair["answer"])
+        report_progress(progress, name, answer)
         if answer.output is not None:
             stage = runner.stages[name]
             provenance = runner.provenance_of(stage, key, answer, pair["ms"])
             runner.store(stage, key, answer, provenance)  # the one cache-record format
-        report_progress(progress, name, answer)
-        answered[key] = Answered(answer, pair["ms"])
+            # The pass reads the output back from the cache: only the counts wait in memory.
+            slim = dataclasses.replace(answer, output=None, raw=None, dropped=[])
+            answered[key] = Answered(slim, pair["ms"], in_cache=True)
+        else:
+            answered[key] = Answered(answer, pair["ms"])
     if fatal is not None:
         raise FatalBackendError(fatal, attempts=0)

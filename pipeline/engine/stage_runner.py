@@ -16,6 +16,7 @@ the stage fail.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -260,10 +261,16 @@ def _followed(messages: list[dict[str, str]], content: str | None, followup: str
 
 @dataclass
 class Answered:
-    """An answer made outside this process (the Ray engine) and how long it took."""
+    """An answer made outside this process (the Ray engine) and how long it took.
+
+    `in_cache`: the answer was ok and is in the cache under its key; its output and dropped
+    items were left out of `answer` (read back when it is settled), so a run of many
+    thousand abstracts does not hold every output in memory until then.
+    """
 
     answer: Answer
     latency_ms: float
+    in_cache: bool = False
 
 
 def report_progress(progress: Progress, stage: str, answer: Answer) -> None:
@@ -413,6 +420,21 @@ class StageRunner:
             return None
         return StageResult(status="ok", output=output, provenance=provenance), dropped
 
+    def _remote_answer(self, stage: Stage, key: str, remote: Answered) -> Answer | None:
+        """The whole answer of `remote`, its output read back from the cache when it was left
+        there (None when the line is gone: the stage is then served or asked as usual)."""
+        if not remote.in_cache:
+            return remote.answer
+        line, _sealed = self.cache.stages[stage.name].lookup_line(key)  # written this run
+        if line is None:
+            return None
+        try:
+            cached = _CachedLine.model_validate_json(line)
+        except ValidationError:
+            return None
+        dropped = [Dropped(**d) for d in cached.dropped]
+        return dataclasses.replace(remote.answer, output=cached.output, dropped=dropped)
+
     def _count_cached(
         self, stage: Stage, abstract: Abstract, result: StageResult, dropped: list[Dropped]
     ) -> None:
@@ -445,10 +467,11 @@ class StageRunner:
         first answer given for its key (`first_answers`) stands for the first request."""
         key = self.key(stage, abstract)
         remote = self.answered.pop(key, None)
-        if remote is not None:
+        answer = self._remote_answer(stage, key, remote) if remote is not None else None
+        if remote is not None and answer is not None:
             # Asked on Ray: cached and shown in the progress when it arrived.
-            provenance = self.provenance_of(stage, key, remote.answer, remote.latency_ms)
-            return self._settle(stage, abstract, key, remote.answer, provenance, fresh=False)
+            provenance = self.provenance_of(stage, key, answer, remote.latency_ms)
+            return self._settle(stage, abstract, key, answer, provenance, fresh=False)
         if (hit := self.cached(stage, abstract, key)) is not None:
             self._count_cached(stage, abstract, *hit)
             return hit[0]
