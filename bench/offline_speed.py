@@ -45,13 +45,16 @@ from bench.common import (
 # In-process timing run inside another tree (only APIs the older trees have too).
 _IN_PROCESS_CHILD = """
 import json, sys, time
+from pathlib import Path
 from bench.common import synthetic_rows
-from pipeline.prompts import PACKAGE_PROMPTS_DIR
 from pipeline.stages import build_stages, get_spec, stage_names
 from pipeline.taxonomy import load_taxonomy
 n = int(sys.argv[1])
-taxonomy = load_taxonomy(PACKAGE_PROMPTS_DIR / "taxonomy.yaml")
-stages = build_stages(stage_names(), PACKAGE_PROMPTS_DIR, taxonomy)
+# The tree's own prompts/ (cwd): its `pipeline.prompt_files` would resolve to the editable
+# install's, i.e. this checkout's prompts.
+PROMPTS = Path.cwd() / "prompts"
+taxonomy = load_taxonomy(PROMPTS / "taxonomy.yaml")
+stages = build_stages(stage_names(), PROMPTS, taxonomy)
 texts = [row["abstract"] for row in synthetic_rows(n)]
 for stage in stages.values():
     stage.parse(json.dumps(get_spec(stage.name).offline(texts[0], taxonomy)), texts[0])
@@ -186,9 +189,18 @@ def _fresh_run_in(tree: Path, inputs: Path, cache: Path, out: Path, core: int) -
 
     shutil.rmtree(cache, ignore_errors=True)
     shutil.rmtree(out, ignore_errors=True)
+    # The tree's own config.yaml, pointed at the tree's own prompts/ (see _IN_PROCESS_CHILD).
+    config = out.with_name(f"{out.name}-config.yaml")
+    own = (
+        (tree / "config.yaml").read_text(encoding="utf-8")
+        if (tree / "config.yaml").exists()
+        else ""
+    )
+    config.write_text(f"{own}\nprompts_dir: {tree / 'prompts'}\n", encoding="utf-8")
     argv = [
         PYTHON, "-c", "from pipeline.cli import main; main()", "run", str(inputs),
-        "--provider", "offline", "--cache-dir", str(cache), "--out", str(out), "--no-progress",
+        "--config", str(config), "--provider", "offline", "--cache-dir", str(cache),
+        "--out", str(out), "--no-progress",
     ]  # fmt: skip
     r = run_child(argv, core=core, cwd=tree)
     if r.returncode != 0:
