@@ -119,10 +119,12 @@ def run_once(
     busy0, _ = _machine_jiffies()
     ours0 = _ours_cpu(server)
     since, started = time.monotonic(), time.perf_counter()
-    done = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
+    done, tree_cpu = _run_watched(cmd, env)
     wall = time.perf_counter() - started
     busy1, _ = _machine_jiffies()
-    ours = _ours_cpu(server) - ours0
+    # The run's Ray workers and daemons are its own load too, but they are not waited-for
+    # children (rusage misses them): their CPU comes from watching the process tree.
+    ours = _ours_cpu(server) - ours0 + tree_cpu
     stats = server.stats()
     if done.returncode != 0:
         print(done.stderr[-2000:], file=sys.stderr)
@@ -138,6 +140,30 @@ def run_once(
         exit_code=done.returncode,
     )
     return run, out / "summaries.jsonl"
+
+
+def _run_watched(cmd: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess, float]:
+    """Run `cmd` to the end; also the CPU seconds its descendants used (sampled every 0.2 s,
+    each process's last reading), the command itself excluded (rusage counts it)."""
+    import psutil
+
+    proc = subprocess.Popen(
+        cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    seen: dict[tuple[int, float], float] = {}  # (pid, create time) -> CPU seconds
+    out: list[str] = []
+    reader = threading.Thread(target=lambda: out.append(proc.communicate()[1]), daemon=True)
+    reader.start()
+    root = psutil.Process(proc.pid)
+    while reader.is_alive():
+        with contextlib.suppress(psutil.Error):
+            for child in root.children(recursive=True):
+                with contextlib.suppress(psutil.Error):
+                    t = child.cpu_times()
+                    seen[child.pid, child.create_time()] = t.user + t.system
+        reader.join(0.2)
+    done = subprocess.CompletedProcess(cmd, proc.returncode, "", out[0] if out else "")
+    return done, sum(seen.values())
 
 
 def without_timing(path: Path) -> list[str]:
