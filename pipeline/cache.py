@@ -43,32 +43,16 @@ _SEAL_LEN = 32
 _SEAL_SUFFIX_LEN = len(_SEAL_START) + _SEAL_LEN + len(b'"}\n')
 
 
-def cache_key(
-    *,
-    stage: str,
-    prompt_hash: str,
-    schema_version: int,
-    backend: str,
-    model: str,
-    params: dict[str, Any],
-    abstract_text: str,
-) -> str:
-    """sha256 of canonical JSON of everything that determines a stage's output.
+def cache_key(*, abstract_text: str, **settings: Any) -> str:
+    """sha256 of canonical JSON of everything that determines a stage's output (`settings`:
+    the keyword arguments of `key_prefix`).
 
     The canonical JSON is `{"backend":..,"model":..,"params":..,"prompt":..,"schema":..,
     "stage":..,"text":"<sha256 of the text>"}` (sorted keys, compact). Every stage of an
     abstract hashes the same text and shares everything but `stage`, so the text digest and
     the part before `"text"` are memoized; the key is the same as hashing the whole payload.
     """
-    prefix = key_prefix(
-        stage=stage,
-        prompt_hash=prompt_hash,
-        schema_version=schema_version,
-        backend=backend,
-        model=model,
-        params=params,
-    )
-    return key_from_prefix(prefix, abstract_text)
+    return key_from_prefix(key_prefix(**settings), abstract_text)
 
 
 def key_prefix(
