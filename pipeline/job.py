@@ -207,13 +207,19 @@ def run_job(
         runner = _prepare(run)
         run.progress.start(len(run.ingest.abstracts), tuple(run.stages))
         if settings.engine == "ray" and backend is None:
-            from pipeline.engine.ray_engine import RayBackend, run_on_ray
+            from pipeline.engine.ray_engine import RayBackend, run_with_ray
 
             assert isinstance(run.backend, RayBackend)
-            runner.answered = run_on_ray(
-                settings, runner, run.backend, run.ingest.abstracts, run.progress
+            run_with_ray(
+                settings,
+                runner,
+                run.backend,
+                run.ingest.abstracts,
+                run.progress,
+                settle=lambda: asyncio.run(_run(run, runner)),
             )
-        asyncio.run(_run(run, runner))
+        else:
+            asyncio.run(_run(run, runner))
         status = "ok" if run.stats.failed_stages == 0 else "failed"
         failing = False
     except RunInterrupted:
@@ -294,6 +300,9 @@ async def _run(run: _Run, runner: StageRunner) -> None:
         )
         return runner.record(abstract, dict(zip(run.stages, results, strict=True)))
 
+    feed = runner.remote
+    if feed is not None:
+        feed.start()
     try:
         await run_in_order(
             run.ingest.abstracts,
@@ -303,4 +312,6 @@ async def _run(run: _Run, runner: StageRunner) -> None:
             window_size=max(256, 8 * settings.max_concurrency),
         )
     finally:
+        if feed is not None:
+            await feed.close()
         await run.backend.aclose()

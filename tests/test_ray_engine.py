@@ -215,6 +215,7 @@ class _Runner:
     def __init__(self) -> None:
         self.stages = {"claims": object()}
         self.stored: dict[str, dict] = {}
+        self.answered: dict = {}
 
     def provenance_of(self, stage, key, answer, latency_ms):
         return {"latency_ms": latency_ms}
@@ -267,3 +268,75 @@ def test_the_driver_keeps_counts_not_outputs_of_the_ok_answers_it_cached():
     failed = answered["k-failed"]
     assert not failed.in_cache and "k-failed" not in runner.stored
     assert failed.answer.error is not None and failed.answer.raw == "not json"
+
+
+def _feed_payload(i: int, *, fatal: bool = False) -> dict:
+    """One Ray row: a batch of one claims answer for dataset row `i` (or a fatal one)."""
+    pair = {"i": i, "stage": "claims"}
+    if fatal:
+        pair["fatal"] = "the endpoint rejected the API key (401)"
+    else:
+        answer = {"output": {"claims": []}, "error": None, "raw": "{}", "dropped": []}
+        pair |= {"answer": {**answer, "attempts": 1, "tokens_in": 1, "tokens_out": 1,
+                            "tokens_cached": 0, "requests": 1}, "ms": 5.0}  # fmt: skip
+    payload = {"actor": "a", "counts": {"n": i, "sent": {}, "retries": {}, "pauses": 0}}
+    return {"result": json.dumps({**payload, "pairs": [pair]})}
+
+
+def _feed(rows):
+    from pipeline.engine.progress import NoProgress
+    from pipeline.engine.ray_engine import Pending, RayBackend, RayFeed
+    from pipeline.ingest import Abstract
+
+    pending = Pending(
+        abstracts=[Abstract(f"h{i}", f"text {i}") for i in range(3)],
+        keys=[{"claims": f"k{i}"} for i in range(3)],
+    )
+    backend = RayBackend.__new__(RayBackend)
+    backend.actors = {}
+    runner = _Runner()
+    return RayFeed(rows, pending, runner, backend, NoProgress(), 0.0), runner
+
+
+def test_the_pass_takes_ray_answers_as_they_arrive_and_asks_what_never_came():
+    """A stage waits for its own answer only; a key Ray ended without is released to the
+    pass (which then asks it itself), and nothing waits forever."""
+    import asyncio
+    import threading
+
+    gate = threading.Event()
+
+    def rows():
+        yield _feed_payload(1)
+        gate.wait(10)  # row 0 comes later; row 2 never
+        yield _feed_payload(0)
+
+    async def scenario():
+        feed, runner = _feed(rows())
+        feed.start()
+        await asyncio.wait_for(feed.wait("k1"), 10)  # answered first, before k0
+        assert "k1" in runner.answered and "k0" not in runner.answered and "k0" in feed
+        gate.set()
+        await asyncio.wait_for(feed.wait("k0"), 10)
+        await asyncio.wait_for(feed.wait("k2"), 10)  # released at the end, unanswered
+        assert "k2" not in runner.answered and "k2" not in feed
+        await feed.close()
+        return runner
+
+    runner = asyncio.run(scenario())
+    assert sorted(runner.stored) == ["k0", "k1"]
+
+
+def test_a_fatal_ray_answer_fails_every_stage_still_waiting():
+    import asyncio
+
+    async def scenario():
+        feed, _runner = _feed(iter([_feed_payload(0, fatal=True)]))
+        feed.start()
+        with pytest.raises(FatalBackendError, match="401"):
+            await asyncio.wait_for(feed.wait("k2"), 10)
+        with pytest.raises(FatalBackendError):  # and any stage that comes to wait later
+            await feed.wait("k1")
+        await feed.close()
+
+    asyncio.run(scenario())

@@ -23,6 +23,7 @@ starts with this machine's cores. Ray is imported only when this engine runs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import logging
@@ -33,7 +34,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -416,20 +417,22 @@ def actor_count(settings: Settings, ray: Any) -> int:
     return max(1, math.floor(ray.cluster_resources().get("CPU", 1)))
 
 
-def run_on_ray(
+def run_with_ray(
     settings: Settings,
     runner: StageRunner,
     backend: RayBackend,
     abstracts: Iterable[Abstract],
     progress: Progress,
-) -> dict[str, Answered]:
-    """Ask every uncached stage on Ray; ok answers cached as they arrive; every answer back
-    by cache key. FatalBackendError or ConfigError when a worker hit one; RunInterrupted on
-    Ctrl-C or SIGTERM (the answers cached so far are kept)."""
+    *,
+    settle: Callable[[], None],
+) -> None:
+    """Ask every uncached stage on Ray while `settle` (the local pass) runs and takes each
+    answer as it arrives; ok answers are cached on arrival. FatalBackendError or ConfigError
+    when a worker hit one; RunInterrupted on Ctrl-C or SIGTERM (what was cached is kept)."""
     pending = pending_pairs(runner, abstracts)
     if not pending.pairs:
-        return {}
-    answered: dict[str, Answered] = {}
+        settle()
+        return
     started = time.perf_counter()
     # The endpoint is checked from the driver while Ray starts: a bad key or URL stops the
     # run before any stage request, without waiting for Ray start-up and then the check.
@@ -442,47 +445,160 @@ def run_on_ray(
             check.join()
             if failed:
                 raise failed[0]
-            actors = actor_count(settings, ray)
-            # Ray Data's own notes (execution finished, progress bars off) are not ours to
-            # print; its errors still are.
-            logging.getLogger("ray.data").setLevel(logging.ERROR)
-            ctx = ray.data.DataContext.get_current()
-            ctx.enable_progress_bars = False
-            ctx.print_on_execution_start = False
-            # Each batch's answers leave the actor as a block of their own, so the driver
-            # caches them as they come (the default bundles a whole task's output).
-            ctx.target_max_block_size = OUTPUT_BLOCK_BYTES
-            rows = pending.rows()
-            # Several blocks per actor, at most two tasks in flight on each: with one block
-            # per actor the first actor to start took every block and the others idled.
-            blocks = min(len(rows), actors * BLOCKS_PER_ACTOR)
-            ds = ray.data.from_items(rows, override_num_blocks=blocks)
-            ds = ds.map_batches(
-                StageActor,
-                fn_constructor_kwargs={
-                    "settings": settings,
-                    "prompt_hashes": {n: s.prompt_hash for n, s in runner.stages.items()},
-                    "share": Share.of(settings, actors),
-                },
-                batch_size=BATCH_SIZE,
-                compute=ray.data.ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=2),
-                num_cpus=1,
-            )
-            log.info(
-                "ray: %d stages of %d abstracts on %d actors",
-                pending.pairs,
-                len(rows),
-                actors,
-            )
-            for row in ds.iter_rows():
-                if not answered:
-                    log.info("ray: first answers after %.1fs", time.perf_counter() - started)
-                _take(json.loads(row["result"]), pending, runner, backend, progress, answered)
-            log.info("ray: all answers after %.1fs", time.perf_counter() - started)
+            rows = _dataset(settings, runner, pending, ray).iter_rows()
+            runner.remote = RayFeed(rows, pending, runner, backend, progress, started)
+            try:
+                settle()
+            finally:
+                runner.remote = None
     except KeyboardInterrupt:
         raise RunInterrupted("stopped by SIGINT") from None
     log.info("ray: done after %.1fs", time.perf_counter() - started)
-    return answered
+
+
+def _dataset(settings: Settings, runner: StageRunner, pending: Pending, ray: Any) -> Any:
+    """The pending abstracts as a dataset, mapped over the actor pool (lazy: nothing runs
+    until its rows are read)."""
+    actors = actor_count(settings, ray)
+    # Ray Data's own notes (execution finished, progress bars off) are not ours to print;
+    # its errors still are.
+    logging.getLogger("ray.data").setLevel(logging.ERROR)
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False
+    ctx.print_on_execution_start = False
+    # Each batch's answers leave the actor as a block of their own, so the driver takes
+    # them as they come (the default bundles a whole task's output).
+    ctx.target_max_block_size = OUTPUT_BLOCK_BYTES
+    rows = pending.rows()
+    # Several blocks per actor, at most two tasks in flight on each: with one block per
+    # actor the first actor to start took every block and the others idled.
+    blocks = min(len(rows), actors * BLOCKS_PER_ACTOR)
+    ds = ray.data.from_items(rows, override_num_blocks=blocks)
+    log.info("ray: %d stages of %d abstracts on %d actors", pending.pairs, len(rows), actors)
+    return ds.map_batches(
+        StageActor,
+        fn_constructor_kwargs={
+            "settings": settings,
+            "prompt_hashes": {n: s.prompt_hash for n, s in runner.stages.items()},
+            "share": Share.of(settings, actors),
+        },
+        batch_size=BATCH_SIZE,
+        compute=ray.data.ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=2),
+        num_cpus=1,
+    )
+
+
+_END = object()  # the feed's last item: Ray has no more rows
+
+
+class RayFeed:
+    """The Ray phase's answers, taken as they arrive while the local pass runs.
+
+    A daemon thread reads the dataset's rows (a blocking iterator) and hands each to the
+    event loop; the loop takes it (`_take`: the cache written, the answers kept in
+    `runner.answered`) and wakes the stages waiting for those keys. All state changes happen
+    on the loop's thread. A fatal answer fails every waiting stage, so the pass stops as a
+    local run does; a key Ray never answered is released and the pass asks it itself.
+    """
+
+    def __init__(
+        self,
+        rows: Iterable[dict[str, Any]],
+        pending: Pending,
+        runner: StageRunner,
+        backend: RayBackend,
+        progress: Progress,
+        started: float,
+    ) -> None:
+        self.rows = rows
+        self.pending = pending
+        self.runner = runner
+        self.backend = backend
+        self.progress = progress
+        self.started = started
+        self.keys = {key for keys in pending.keys for key in keys.values()}
+        self.error: BaseException | None = None
+        self._waiters: dict[str, asyncio.Future[None]] = {}
+        self._queue: asyncio.Queue[Any] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._taken = 0  # rows (batches of answers) taken
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.keys
+
+    def start(self) -> None:
+        """Start reading rows (the thread) and taking them (a task of the running loop)."""
+        loop = asyncio.get_running_loop()
+        self._queue = asyncio.Queue()
+        threading.Thread(target=self._read, args=(loop, self._queue), daemon=True).start()
+        self._task = loop.create_task(self._take_all())
+
+    def _read(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Any]) -> None:
+        item: Any = _END
+        try:
+            for row in self.rows:
+                loop.call_soon_threadsafe(queue.put_nowait, row)
+        except BaseException as exc:  # raised in the loop's thread by _take_all
+            item = exc
+        with contextlib.suppress(RuntimeError):  # a closed loop: the pass has ended already
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+
+    async def _take_all(self) -> None:
+        assert self._queue is not None
+        try:
+            while (item := await self._queue.get()) is not _END:
+                if isinstance(item, BaseException):
+                    raise item
+                if not self._taken:
+                    log.info("ray: first answers after %.1fs", self._elapsed())
+                payload = json.loads(item["result"])
+                answers = self.runner.answered
+                _take(payload, self.pending, self.runner, self.backend, self.progress, answers)
+                self._taken += 1
+                self._release(pair_keys(payload, self.pending))
+            log.info("ray: all answers after %.1fs", self._elapsed())
+            self._release(list(self.keys))  # never answered: the pass asks them itself
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # every stage still waiting, or still to wait, fails
+            self.error = exc
+            for future in self._waiters.values():
+                if not future.done():
+                    future.set_exception(exc)
+            self._waiters.clear()
+
+    def _elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def _release(self, keys: Iterable[str]) -> None:
+        for key in keys:
+            self.keys.discard(key)
+            future = self._waiters.pop(key, None)
+            if future is not None and not future.done():
+                future.set_result(None)
+
+    async def wait(self, key: str) -> None:
+        """Until the answer of `key` has been taken (raises the Ray phase's error)."""
+        if self.error is not None:
+            raise self.error
+        if key not in self.keys:
+            return
+        future = self._waiters.get(key)
+        if future is None:
+            future = self._waiters[key] = asyncio.get_running_loop().create_future()
+        await future
+
+    async def close(self) -> None:
+        """Stop taking rows (the pass has ended, or stops)."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+
+def pair_keys(payload: dict[str, Any], pending: Pending) -> list[str]:
+    """The cache keys a batch's payload answers."""
+    return [pending.keys[p["i"]][p["stage"]] for p in payload.get("pairs", ())]
 
 
 def _preflight(backend: RayBackend, settings: Settings, failed: list[BaseException]) -> None:

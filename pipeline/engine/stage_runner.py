@@ -21,7 +21,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -259,6 +259,26 @@ def _followed(messages: list[dict[str, str]], content: str | None, followup: str
     ]
 
 
+class RemoteAnswers(Protocol):
+    """Answers being made elsewhere while the pass runs (the Ray engine's feed)."""
+
+    def __contains__(self, key: str) -> bool:
+        """True while the answer of `key` is still to come."""
+        ...
+
+    async def wait(self, key: str) -> None:
+        """Until the answer of `key` is in `StageRunner.answered` (or will not come)."""
+        ...
+
+    def start(self) -> None:
+        """Begin taking answers (in the running event loop)."""
+        ...
+
+    async def close(self) -> None:
+        """Stop taking answers."""
+        ...
+
+
 @dataclass
 class Answered:
     """An answer made outside this process (the Ray engine) and how long it took.
@@ -321,6 +341,8 @@ class StageRunner:
         self.first_answers = first_answers if first_answers is not None else {}
         # Answers made elsewhere (the Ray engine), by cache key: settled like fresh ones.
         self.answered = answered if answered is not None else {}
+        # Answers still being made (Ray, while this pass runs): awaited by key.
+        self.remote: RemoteAnswers | None = None
         self._key_prefixes: dict[tuple[str, str], str] = {}  # settings are fixed for a run
 
     def key(self, stage: Stage, abstract: Abstract) -> str:
@@ -452,7 +474,7 @@ class StageRunner:
         hits: dict[str, tuple[StageResult, list[Dropped]]] = {}
         for name, stage in self.stages.items():
             key = self.key(stage, abstract)
-            if key in self.answered:
+            if key in self.answered or (self.remote is not None and key in self.remote):
                 return None
             hit = self.cached(stage, abstract, key)
             if hit is None:
@@ -466,6 +488,8 @@ class StageRunner:
         """One stage of one abstract: from cache, or asked (and re-asked) until valid; a
         first answer given for its key (`first_answers`) stands for the first request."""
         key = self.key(stage, abstract)
+        if self.remote is not None and key in self.remote:
+            await self.remote.wait(key)
         remote = self.answered.pop(key, None)
         answer = self._remote_answer(stage, key, remote) if remote is not None else None
         if remote is not None and answer is not None:
