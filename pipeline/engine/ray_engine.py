@@ -565,6 +565,7 @@ class RayFeed:
             for future in self._waiters.values():
                 if not future.done():
                     future.set_exception(exc)
+                    future.exception()  # a stage cancelled before it awaits it: no log noise
             self._waiters.clear()
 
     def _elapsed(self) -> float:
