@@ -76,6 +76,9 @@ LOCAL_OBJECT_STORE_BYTES = 512 * 1024 * 1024
 OUTPUT_BLOCK_BYTES = 1024
 BLOCKS_PER_ACTOR = 8
 LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": node addresses are 127.0.0.1
+# "0": a Ray call outside `ray_session` raises instead of starting or joining some instance
+# (read when ray is first imported). Only `ray_session` connects.
+NO_AUTO_CONNECT = "RAY_ENABLE_AUTO_CONNECT"
 
 
 def require_ray() -> None:
@@ -84,6 +87,7 @@ def require_ray() -> None:
         # A local instance on loopback only: Ray otherwise binds the machine's address (read
         # when ray is first imported, so before that; a cluster address keeps Ray's default).
         os.environ.setdefault(LOOPBACK_ONLY, "0")
+    os.environ.setdefault(NO_AUTO_CONNECT, "0")
     try:
         import ray  # noqa: F401
         import ray.data  # noqa: F401
@@ -446,11 +450,13 @@ def run_with_ray(
             if failed:
                 raise failed[0]
             rows = _dataset(settings, runner, pending, ray).iter_rows()
-            runner.remote = RayFeed(rows, pending, runner, backend, progress, started)
+            feed = RayFeed(rows, pending, runner, backend, progress, started)
+            runner.remote = feed
             try:
                 settle()
             finally:
                 runner.remote = None
+                feed.stop()  # before Ray shuts down under the reading thread
     except KeyboardInterrupt:
         raise RunInterrupted("stopped by SIGINT") from None
     log.info("ray: done after %.1fs", time.perf_counter() - started)
@@ -522,6 +528,8 @@ class RayFeed:
         self._queue: asyncio.Queue[Any] | None = None
         self._task: asyncio.Task[None] | None = None
         self._taken = 0  # rows (batches of answers) taken
+        self._stopping = threading.Event()
+        self._reader: threading.Thread | None = None
 
     def __contains__(self, key: str) -> bool:
         return key in self.keys
@@ -530,13 +538,25 @@ class RayFeed:
         """Start reading rows (the thread) and taking them (a task of the running loop)."""
         loop = asyncio.get_running_loop()
         self._queue = asyncio.Queue()
-        threading.Thread(target=self._read, args=(loop, self._queue), daemon=True).start()
+        self._reader = threading.Thread(
+            target=self._read, args=(loop, self._queue), name="ray-rows", daemon=True
+        )
+        self._reader.start()
         self._task = loop.create_task(self._take_all())
+
+    def stop(self, timeout_s: float = 1.0) -> None:
+        """Ask the reading thread to end and give it `timeout_s` to do so (it ends at its
+        next row, or when the rows end; a thread still blocked is a daemon)."""
+        self._stopping.set()
+        if self._reader is not None:
+            self._reader.join(timeout_s)
 
     def _read(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Any]) -> None:
         item: Any = _END
         try:
             for row in self.rows:
+                if self._stopping.is_set():
+                    return
                 loop.call_soon_threadsafe(queue.put_nowait, row)
         except BaseException as exc:  # raised in the loop's thread by _take_all
             item = exc
