@@ -340,3 +340,45 @@ def test_a_fatal_ray_answer_fails_every_stage_still_waiting():
         await feed.close()
 
     asyncio.run(scenario())
+
+
+@needs_ray
+def test_ctrl_c_during_the_ray_phase_exits_130_and_the_same_command_resumes(tmp_path):
+    """`digest run --engine ray` (its own process and Ray instance) stopped by SIGINT while
+    answers arrive: exit 130, an interrupted manifest, what arrived cached and the records
+    already written kept; the rerun asks only the rest and finishes every abstract."""
+    import signal
+    import subprocess
+    import time
+
+    path = tmp_path / "abstracts.txt"
+    write_abstracts(path, 120, seed=SEED)
+    cache = tmp_path / "cache"
+    config = ServerConfig(seed=SEED, latency=0.2)
+    with OpenAIServer(config, answer_fn=answer) as server:
+        argv = [sys.executable, "-m", "pipeline", "run", str(path), "--base-url", server.base_url,
+                "--model", "bench-model", "--no-progress", "--engine", "ray", "--concurrency", "4",
+                "--out", str(tmp_path / "run"), "--cache-dir", str(cache)]  # fmt: skip
+        env = {**os.environ, "OPENAI_API_KEY": FAKE_KEY}
+        env.pop("RAY_ADDRESS", None)
+        proc = subprocess.Popen(argv, env=env, cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+        first = cache / "tldr.jsonl"
+        deadline = time.monotonic() + 180
+        while not (first.exists() and first.stat().st_size) and proc.poll() is None:
+            assert time.monotonic() < deadline, "no answer arrived"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+        asked_first = server.stats()["requests"]
+        settings_ = settings(tmp_path, server, "rerun", cache_dir=cache, max_concurrency=64)
+        rerun = run_paths(settings_, [path])
+        asked_again = server.stats()["requests"] - asked_first
+    assert proc.returncode == 130, stderr[-2000:]
+    assert "stopped by SIGINT" in stderr
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted"
+    assert manifest["counts"]["records_written"] < 120
+    assert 0 < asked_first < 3 * 120 and 0 < asked_again < 3 * 120
+    assert rerun.manifest.status == "ok" and rerun.manifest.counts.records_written == 120
+    cached = sum(s.cache_hits for s in rerun.stats.stages.values())
+    assert cached > 0  # what arrived before the stop was not asked again
