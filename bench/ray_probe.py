@@ -459,26 +459,39 @@ def _mp_worker(base_url, in_flight, validate, tasks, out) -> None:
     warm_up(base_url)  # imports, prompts, schemas and first-call costs before the clock
     out.put({"pid": os.getpid(), "ready": True, "cpu": _cpu_s(), "rss_mb": _rss_mb()})
     while (texts := tasks.get()) is not None:
-        caller = Caller(base_url, in_flight, validate)
-        cpu0 = _cpu_s()
+        out.put(asyncio.run(_share((base_url, in_flight, validate), texts)))
 
-        async def run(c=caller, t=texts) -> list[list[str]]:
-            try:
-                return await c.run(t)
-            finally:
-                await c.close()
 
-        answers = asyncio.run(run())
-        out.put(
-            {
-                "pid": os.getpid(),
-                "requests": caller.requests,
-                "failed": caller.failed,
-                "cpu": _cpu_s() - cpu0,
-                "rss_mb": _rss_mb(),
-                "answers": answers,
-            }
-        )
+def _shares_result(m: Measure, engine: Any, reports: list[dict], rss_label: str) -> RunResult:
+    """The run's result from its workers' `_share` reports (requests, CPU, RSS summed)."""
+    r = m.finish(
+        engine.name,
+        engine.label,
+        sum(x["requests"] for x in reports),
+        sum(x["failed"] for x in reports),
+        {x["pid"]: x["cpu"] for x in reports},
+    )
+    r.startup_s = engine.startup_s
+    r.rss_mb[rss_label] = sum(x["rss_mb"] for x in reports)
+    return r
+
+
+async def _share(args: tuple[str, int, bool], texts: list[str]) -> dict[str, Any]:
+    """One worker's share of a run through its own Caller: its answers, requests, CPU, RSS."""
+    caller = Caller(*args)
+    cpu = _cpu_s()
+    try:
+        answers = await caller.run(texts)
+    finally:
+        await caller.close()
+    return {
+        "pid": os.getpid(),
+        "requests": caller.requests,
+        "failed": caller.failed,
+        "cpu": _cpu_s() - cpu,
+        "rss_mb": _rss_mb(),
+        "answers": answers,
+    }
 
 
 class MpEngine:
@@ -527,15 +540,7 @@ class MpEngine:
         for q, share in zip(self.tasks, self.job.shares(self.procs), strict=True):
             q.put(share)
         reports = [self.out.get(timeout=900) for _ in self.workers]
-        r = m.finish(
-            self.name,
-            self.label,
-            sum(x["requests"] for x in reports),
-            sum(x["failed"] for x in reports),
-            {x["pid"]: x["cpu"] for x in reports},
-        )
-        r.startup_s = self.startup_s
-        r.rss_mb["workers (peak, self-reported)"] = sum(x["rss_mb"] for x in reports)
+        r = _shares_result(m, self, reports, "workers (peak, self-reported)")
         r.extra["worker_start_cpu_s"] = statistics.mean(x["cpu"] for x in self.ready)
         return r
 
@@ -614,20 +619,7 @@ class CoreCaller:
         return _cpu_s()
 
     async def run(self, texts: list[str]) -> dict[str, Any]:
-        caller = Caller(*self.args)
-        cpu = _cpu_s()
-        try:
-            answers = await caller.run(texts)
-        finally:
-            await caller.close()
-        return {
-            "pid": os.getpid(),
-            "requests": caller.requests,
-            "failed": caller.failed,
-            "cpu": _cpu_s() - cpu,
-            "rss_mb": _rss_mb(),
-            "answers": answers,
-        }
+        return await _share(self.args, texts)
 
 
 class RayEngine:
@@ -651,6 +643,7 @@ class RayEngine:
 
         started = time.perf_counter()
         ray.init(
+            address="local",  # a new instance: never one a `ray start` left its address for
             num_cpus=self.config.num_cpus,
             include_dashboard=False,
             object_store_memory=512 * 1024 * 1024,
@@ -694,15 +687,7 @@ class RayEngine:
             for a, share in zip(self.actors, self.job.shares(len(self.actors)), strict=True)
         ]
         reports = ray.get(refs)
-        r = m.finish(
-            self.name,
-            self.label,
-            sum(x["requests"] for x in reports),
-            sum(x["failed"] for x in reports),
-            {x["pid"]: x["cpu"] for x in reports},
-        )
-        r.startup_s = self.startup_s
-        r.rss_mb["actors (peak, self-reported)"] = sum(x["rss_mb"] for x in reports)
+        r = _shares_result(m, self, reports, "actors (peak, self-reported)")
         r.extra.update(ray_init_s=self.init_s, actor_start_cpu_s=statistics.mean(self.actor_cpu0))
         return r
 

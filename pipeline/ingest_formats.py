@@ -158,17 +158,8 @@ def _items(value: Any) -> tuple[str, ...]:
     return tuple(p for p in parts if p)
 
 
-_REF_FIELDS = ("id", "number", "forum", "authors", "authorids", "keywords", "venue", "affiliations")
-
-
 def paper_ref(row: Mapping[str, Any]) -> PaperRef | None:
     """The identity fields of a canonical row, or None when it has none."""
-    if "id" in row and not any(name in row for name in _REF_FIELDS[1:]):
-        paper_id = _text(row["id"])  # only an id (the common JSONL row): the short way
-        if paper_id is None:
-            return None
-        forum = paper_id if OPENREVIEW_ID.fullmatch(paper_id) else None
-        return PaperRef(id=paper_id, forum=forum)
     number = _text(row.get("number"))
     paper_id = _text(row.get("id"))
     forum = _text(row.get("forum"))

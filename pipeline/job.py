@@ -171,7 +171,8 @@ def run_job(
 
     `backend` replaces the one the settings name (tests, embedding applications); the
     stages then run in this process whatever the engine. With `engine: ray` the uncached
-    stages are asked on Ray first (pipeline/engine/ray_engine.py), then settled here.
+    stages are asked on Ray (pipeline/engine/ray_engine.py) while this pass settles each
+    answer as it arrives.
     `first_answers` (cache key -> answer, e.g. Batch API output lines) stand for the first
     request of their stage; each one taken is removed from the dict.
     """

@@ -78,9 +78,6 @@ class _Identity:
 class _NoCache:
     """A stage cache file that does not exist: every lookup misses (and nothing is created)."""
 
-    def lookup(self, key: str) -> tuple[None, bool]:
-        return None, False
-
     def lookup_line(self, key: str) -> tuple[None, bool]:
         return None, False
 

@@ -573,9 +573,11 @@ class RayFeed:
                     log.info("ray: first answers after %.1fs", self._elapsed())
                 payload = json.loads(item["result"])
                 answers = self.runner.answered
-                _take(payload, self.pending, self.runner, self.backend, self.progress, answers)
+                keys = _take(
+                    payload, self.pending, self.runner, self.backend, self.progress, answers
+                )
                 self._taken += 1
-                self._release(pair_keys(payload, self.pending))
+                self._release(keys)
             log.info("ray: all answers after %.1fs", self._elapsed())
             self._release(list(self.keys))  # never answered: the pass asks them itself
         except asyncio.CancelledError:
@@ -617,11 +619,6 @@ class RayFeed:
                 await self._task
 
 
-def pair_keys(payload: dict[str, Any], pending: Pending) -> list[str]:
-    """The cache keys a batch's payload answers."""
-    return [pending.keys[p["i"]][p["stage"]] for p in payload.get("pairs", ())]
-
-
 def _preflight(backend: RayBackend, settings: Settings, failed: list[BaseException]) -> None:
     try:
         backend.preflight(settings)
@@ -636,18 +633,21 @@ def _take(
     backend: RayBackend,
     progress: Progress,
     answered: dict[str, Answered],
-) -> None:
-    """One batch's answers: ok ones cached, all kept for the pass; a fatal one stops."""
+) -> list[str]:
+    """One batch's answers: ok ones cached, all kept for the pass (their keys returned); a
+    fatal one stops."""
     if "config_error" in payload:
         raise ConfigError(payload["config_error"])
     backend.tally(payload["actor"], payload["counts"])
     fatal = None
+    taken = []
     for pair in payload["pairs"]:
         if "fatal" in pair:
             fatal = fatal or pair["fatal"]
             continue
         name = pair["stage"]
         key = pending.keys[pair["i"]][name]
+        taken.append(key)
         answer = answer_from_json(pair["answer"])
         report_progress(progress, name, answer)
         if answer.output is not None:
@@ -661,3 +661,4 @@ def _take(
             answered[key] = Answered(answer, pair["ms"])
     if fatal is not None:
         raise FatalBackendError(fatal, attempts=0)
+    return taken

@@ -54,6 +54,19 @@ class _CachedLine(BaseModel):
     provenance: Provenance
     dropped: list[dict[str, Any]] = []
 
+    @classmethod
+    def read(cls, line: bytes) -> _CachedLine | None:
+        """The parts of one cache line (pydantic's JSON reader: cheaper than json.loads and
+        a model built from the dict), or None when the line lacks the record's shape."""
+        try:
+            return cls.model_validate_json(line)
+        except ValidationError:
+            return None
+
+    def dropped_items(self) -> list[Dropped]:
+        """The items the cached answer dropped."""
+        return [Dropped(**d) for d in self.dropped]
+
 
 @dataclass
 class Dropped:
@@ -410,19 +423,12 @@ class StageRunner:
         line, sealed = stage_cache.lookup_line(key)
         if line is None:
             return None
-        if sealed:
-            # Parsed straight from the line's bytes into its models (pydantic's JSON reader
-            # costs less than json.loads and a model built from the dict).
-            try:
-                cached = _CachedLine.model_validate_json(line)
-            except ValidationError:
-                pass  # not the record shape after all: the full path says why
-            else:
-                cached.provenance.cached = True
-                result = StageResult(
-                    status="ok", output=cached.output, provenance=cached.provenance
-                )
-                return result, [Dropped(**d) for d in cached.dropped]
+        # A sealed line is only parsed; one without the record's shape takes the full path,
+        # which says why.
+        if sealed and (cached := _CachedLine.read(line)) is not None:
+            cached.provenance.cached = True
+            result = StageResult(status="ok", output=cached.output, provenance=cached.provenance)
+            return result, cached.dropped_items()
         hit = stage_cache.parse(key, line)
         if hit is None:
             return None
@@ -448,14 +454,12 @@ class StageRunner:
         if not remote.in_cache:
             return remote.answer
         line, _sealed = self.cache.stages[stage.name].lookup_line(key)  # written this run
-        if line is None:
+        cached = _CachedLine.read(line) if line is not None else None
+        if cached is None:
             return None
-        try:
-            cached = _CachedLine.model_validate_json(line)
-        except ValidationError:
-            return None
-        dropped = [Dropped(**d) for d in cached.dropped]
-        return dataclasses.replace(remote.answer, output=cached.output, dropped=dropped)
+        return dataclasses.replace(
+            remote.answer, output=cached.output, dropped=cached.dropped_items()
+        )
 
     def _count_cached(
         self, stage: Stage, abstract: Abstract, result: StageResult, dropped: list[Dropped]

@@ -68,39 +68,21 @@ class Paper:
         title = record.title if record.title and record.title.strip() else None
         text = tldr.get("tldr")
         srcs = record.sources
-        if len(srcs) == 1:  # the common case: the same values as the general one below
-            (s,) = srcs
-            identity: dict[str, Any] = {
-                "sources": ((s.file, s.position),),
-                "paper_id": s.paper_id or None,
-                "paper_ids": (s.paper_id,) if s.paper_id else (),
-                "number": s.number or None,
-                "forum": s.forum or None,
-                "authors": _unique(s.authors),
-                "authorids": _unique(s.authorids),
-                "author_keywords": s.keywords,
-                "venue": s.venue or None,
-                "affiliations": _unique(s.affiliations),
-            }
-        else:
-            ids = _unique(s.paper_id for s in srcs)
-            identity = {
-                "sources": tuple((s.file, s.position) for s in srcs),
-                "paper_id": ids[0] if ids else None,
-                "paper_ids": ids,
-                "number": next((s.number for s in srcs if s.number), None),
-                "forum": next((s.forum for s in srcs if s.forum), None),
-                "authors": _unique(a for s in srcs for a in s.authors),
-                "authorids": _unique(a for s in srcs for a in s.authorids),
-                "author_keywords": next((s.keywords for s in srcs if s.keywords), ()),
-                "venue": next((s.venue for s in srcs if s.venue), None),
-                "affiliations": _unique(a for s in srcs for a in s.affiliations),
-            }
+        ids = _unique(s.paper_id for s in srcs)
         return cls(
             id=record.id,
             title=title,
             abstract=record.abstract,
-            **identity,
+            sources=tuple((s.file, s.position) for s in srcs),
+            paper_id=ids[0] if ids else None,
+            paper_ids=ids,
+            number=next((s.number for s in srcs if s.number), None),
+            forum=next((s.forum for s in srcs if s.forum), None),
+            authors=_unique(a for s in srcs for a in s.authors),
+            authorids=_unique(a for s in srcs for a in s.authorids),
+            author_keywords=next((s.keywords for s in srcs if s.keywords), ()),
+            venue=next((s.venue for s in srcs if s.venue), None),
+            affiliations=_unique(a for s in srcs for a in s.affiliations),
             tldr=text if isinstance(text, str) and text.strip() else None,
             tags=tuple(str(t) for t in tags.get("tags") or ()),
             keywords=tuple(str(k) for k in tags.get("keywords") or ()),
