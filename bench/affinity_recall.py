@@ -1,7 +1,7 @@
 """How well does each affinity find a reviewer's own topic? recall@10 on SciTLDR dev.
 
 Protocol (no people involved, nothing tuned on the answer):
-- the 618 SciTLDR dev papers are tagged by the offline tagger; a paper's topic is its
+- the 619 SciTLDR dev papers are tagged by the offline tagger; a paper's topic is its
   primary tag; topics with at least 6 papers are kept;
 - each topic gives one synthetic reviewer whose past papers are a random half of the
   topic's papers (title + abstract); their self-declared tags are the 3 tags most frequent

@@ -84,7 +84,12 @@ def test_paper_filter_takes_any_id_in_any_case(run):
         res = invoke("triage", run, "--paper", key, "--format", "jsonl")
         rows = [json.loads(line) for line in res.stdout.splitlines()]
         assert [r["paper_id"] for r in rows] == [note["id"]], key
+    # an id that names no paper of the run is said, not an empty answer
     res = invoke("triage", run, "--paper", "nope", "--format", "jsonl")
+    assert res.exit_code == 2 and res.stdout == ""
+    assert "no paper of" in res.stderr and "'nope'" in res.stderr
+    # a paper that exists but another filter leaves out: an empty answer, exit 0
+    res = invoke("triage", run, "--paper", note["id"], "--failed", "--format", "jsonl")
     assert res.exit_code == 0 and res.stdout == ""
 
 

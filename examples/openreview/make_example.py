@@ -4,7 +4,9 @@ Papers and past papers are real SciTLDR dev abstracts and titles (Apache-2.0; th
 OpenReview ids kept, so forum links work); every person, e-mail address and institution is
 fictional (the `.example` domain is reserved). The topics come from the offline tagger:
 for each of 12 frequent primary tags, 4 papers become submissions and 2 reviewers get 3
-other papers of the topic as their own past papers.
+other papers of the topic as their own past papers. Abstracts of the realistic-answer corpus
+(tests/data/realistic/abstracts.jsonl) are left out: that corpus must be text the project
+ships nowhere else.
 
     python examples/openreview/make_example.py /work/shared/data/scitldr/dev.jsonl
 """
@@ -25,6 +27,7 @@ from pipeline.prompts import PACKAGE_PROMPTS_DIR
 from pipeline.taxonomy import load_taxonomy
 
 HERE = Path(__file__).resolve().parent
+CORPUS = HERE.parents[1] / "tests" / "data" / "realistic" / "abstracts.jsonl"
 TOPICS = 12
 SUBMISSIONS_PER_TOPIC = 4
 PAST_PER_REVIEWER = 3
@@ -161,9 +164,12 @@ def main() -> None:
     rng = random.Random(2026)
     taxonomy = load_taxonomy(PACKAGE_PROMPTS_DIR / "taxonomy.yaml")
     rows = [json.loads(line) for line in Path(sys.argv[1]).read_text().splitlines() if line]
+    corpus = {json.loads(line)["abstract"] for line in CORPUS.read_text().splitlines() if line}
     by_topic: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         abstract = " ".join(row["source"])
+        if abstract in corpus:
+            continue
         tags, keywords = match_tags(abstract, taxonomy)
         by_topic[tags[0]].append({**row, "abstract": abstract, "tags": tags, "kw": keywords})
     topics = [t for t, ps in sorted(by_topic.items(), key=lambda kv: -len(kv[1]))]

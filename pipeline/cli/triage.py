@@ -18,6 +18,7 @@ from pipeline.cli.views import (
     run_taxonomy,
     write_chunks,
 )
+from pipeline.errors import InputError
 from pipeline.triage import SORT_KEYS
 
 
@@ -112,6 +113,13 @@ def triage_command(
     papers = triage.select(
         reader.papers(), query, sort=sort, reverse=reverse, taxonomy=taxonomy, limit=limit
     )
+    if paper is not None and not papers:
+        wanted = paper.strip().lower()
+        if not any(wanted in triage.paper_keys(p) for p in reader.papers()):
+            raise InputError(
+                f"no paper of {reader.dir} has the id {paper!r} "
+                "(give your id, its number, #number or the 16-hex hash)"
+            )
     with output_stream(out) as fh:
         if fmt == "jsonl":
             write_chunks(
