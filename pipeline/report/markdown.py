@@ -7,6 +7,10 @@ tag, so a run of 57 papers reads as a dozen sections, not forty.
 Escaping is minimal: only what would turn into markup inline (backslash before
 punctuation, backticks, `*`, `_` at a word edge, brackets, `~~`, an HTML tag or entity, a
 GitHub @mention, `|` in table cells); parentheses, dots, `#`, `+`, `!` stay as written.
+
+No control character (ESC, BEL, an OSC or CSI sequence, C1, a bidi override) reaches the
+file or the terminal (`--out -`): each text is passed through `terminal_safe` before it is
+escaped, and the whole document once more (for the id and links, written as they are).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any
 from pipeline.rundir import Paper, RunReader
 from pipeline.stages import stage_names
 from pipeline.taxonomy import Taxonomy
-from pipeline.text import display_text, normalize_ws
+from pipeline.text import display_text, normalize_ws, terminal_safe
 from pipeline.triage import DEFAULT_FORUM_URL, forum_url, sort_papers, tag_label
 
 MARKDOWN_FILE = "report.md"
@@ -37,7 +41,7 @@ _ENTITY = re.compile(r"&(?=#?\w+;)")
 
 def md_escape(text: str, *, cell: bool = False) -> str:
     """Inline Markdown text that renders literally: no markup, no HTML, no @mentions."""
-    text = _ENTITY.sub("&amp;", normalize_ws(text))
+    text = _ENTITY.sub("&amp;", normalize_ws(terminal_safe(text)))
     text = _HTML_START.sub("&lt;", text)
     text = _MD_INLINE.sub(lambda m: "\\" + m.group(0), text)
     text = _MENTION.sub("&#64;", text)
@@ -145,7 +149,7 @@ def render_markdown(
             ordered.sort(key=lambda p: tag_label(taxonomy, p.tags[0]).lower())
         for p in ordered:
             out += _md_paper(p, taxonomy, tag, forum)
-    return "\n".join(out) + "\n"
+    return terminal_safe("\n".join(out), keep_newlines=True) + "\n"
 
 
 def markdown_of(run_dir: Path, taxonomy: Taxonomy | None, *, forum: str = DEFAULT_FORUM_URL) -> str:
