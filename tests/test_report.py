@@ -15,7 +15,12 @@ from click.testing import CliRunner
 
 from pipeline.cli import main
 from pipeline.csvfile import csv_cell
-from pipeline.report.html import render_html, script_json, write_html_report
+from pipeline.report.html import (
+    _SCRIPT_ESCAPES,
+    render_html,
+    script_json,
+    write_html_report,
+)
 from pipeline.report.markdown import md_escape, render_markdown, write_markdown_report
 from pipeline.report.protocol import (
     ROW_FIELDS,
@@ -58,6 +63,29 @@ def test_script_json_cannot_close_the_script_element():
     text = script_json(value)
     assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
     assert json.loads(text) == value
+
+
+def test_script_json_writes_what_json_dumps_writes():
+    """orjson (the fast path) and json.dumps give the same values (floats may be spelled
+    differently: 1e-7 for 1e-07), byte for byte on values without floats; what orjson
+    refuses (an int past 64 bits, a non-str key) still goes out, through json."""
+
+    def by_json(value):
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        for char, escaped in _SCRIPT_ESCAPES:
+            text = text.replace(char, escaped)
+        return text
+
+    exact = [
+        {"s": 'Résumé — $L_0$ \\ "q" <b>&amp; \u4e2d', "n": [0, -1, 2**63 - 1, None, True]},
+        [("a", "b"), {"nested": [[]], "": {}}, "\t\n\x00\x1f\x7f\u2028\u2029"],
+        2**70,
+        {1: "a"},
+    ]
+    for value in exact:
+        assert script_json(value) == by_json(value)
+    floats = {"f": [0.1, 1e-7, 2.5e20, -0.0, 3.0, 1 / 3]}
+    assert json.loads(script_json(floats)) == json.loads(by_json(floats))
 
 
 def test_highlight_segments_cover_the_abstract_in_order():

@@ -28,6 +28,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import IO, Any
 
+import orjson
+
 from pipeline.errors import StorageError
 from pipeline.report.protocol import (
     CSV_HEADER,
@@ -62,7 +64,13 @@ def asset(name: str) -> str:
 
 def script_json(obj: Any) -> str:
     """Compact JSON that is safe inside a <script> element (no `<`, `>` or `&` characters)."""
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    try:
+        # orjson writes the same bytes as json.dumps(ensure_ascii=False, compact) for the
+        # report's values (str, int, float, bool, None, lists, tuples, str-keyed dicts), ~10x
+        # faster: a 10k-paper page is 30 MB of JSON.
+        text = orjson.dumps(obj).decode("utf-8")
+    except (TypeError, orjson.JSONEncodeError):  # a type or an int orjson does not take
+        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
     # A chain of str.replace is ~40x faster than str.translate on long texts.
     for char, escaped in _SCRIPT_ESCAPES:
         if char in text:
