@@ -91,7 +91,7 @@ PERMANENT_FAULTS = ("401", "501")
 ATTEMPT_FAULTS = TRANSPORT_FAULTS + MALFORMED_FAULTS + PERMANENT_FAULTS
 CONTENT_FAULTS = ("truncated", "schema", "ungrounded", "length", "refusal")
 FAULT_NAMES = ATTEMPT_FAULTS + CONTENT_FAULTS
-MODELS_MODES = ("ok", "missing", "html", "wrong_shape", "forbidden")
+MODELS_MODES = ("ok", "missing", "html", "wrong_shape", "forbidden", "no_model_scope")
 HTML_PAGE = (
     "<!DOCTYPE html>\n<html><head><title>Welcome to nginx!</title></head>"
     "<body><h1>Welcome to nginx!</h1><p>It works.</p></body></html>\n"
@@ -867,9 +867,14 @@ class OpenAIServer:
         if mode == "wrong_shape":
             return _json(200, {"status": "ok", "version": "1.0"})
         if mode == "forbidden":
-            return self._echo(
-                request,
-                _error(403, "Project does not have access.", "invalid_request_error", None),
+            return self._forbidden(request)
+        if mode == "no_model_scope":  # a restricted key: chat allowed, listing models not
+            return _error(
+                403,
+                "You have insufficient permissions for this operation. Missing scopes: "
+                "api.model.read.",
+                "invalid_request_error",
+                None,
             )
         model = {"id": self.config.model, "object": "model", "created": 0, "owned_by": "bench"}
         if path == "/models":
@@ -905,9 +910,16 @@ class OpenAIServer:
                     self._stats.by_status[response.status] += 1
         return response
 
+    def _forbidden(self, request: _Request) -> _Response:
+        return self._echo(
+            request, _error(403, "Project does not have access.", "invalid_request_error", None)
+        )
+
     async def _chat_response(self, request: _Request, now: float) -> _Response:
         if (denied := self._auth_error(request)) is not None:
             return denied
+        if self.config.models == "forbidden":  # the key's project has no access at all
+            return self._forbidden(request)
         try:
             body = json.loads(request.body)
             chat = plain_chat(body) or parse_chat(body)

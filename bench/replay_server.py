@@ -13,6 +13,9 @@ Options: `latency` (seconds per answer), `hold(call)` (an Event the answer waits
 event-ordered tests), and `prompt_cache`: a system message seen before and estimated at
 >= 1,024 tokens is reported as cached in `usage.prompt_tokens_details.cached_tokens`, in
 128-token steps, as OpenAI's automatic prompt caching does. Token counts are chars / 4.
+`GET /models` lists `model`: by default gpt-4o-mini, the model the replayed answers imitate,
+the project's default and the one bench/realistic.py asks for (a chat request for any other
+name is answered all the same).
 Every request body is kept (`requests`), so a test can assert what was (or was not) sent.
 """
 
@@ -83,7 +86,7 @@ class ReplayServer:
         latency: float = 0.0,
         hold: Callable[[Call], threading.Event | None] | None = None,
         prompt_cache: bool = False,
-        model: str = "replay-model",
+        model: str = "gpt-4o-mini",
     ) -> None:
         self.answer = answer
         self.latency = latency

@@ -316,3 +316,36 @@ def test_prices_resolve_dated_snapshots_and_config_overrides():
 def test_replay_keys_ignore_whitespace_normalization(corpus):
     table, _ = build("natural", corpus)
     assert all(abstract == normalize_ws(abstract) for _, abstract in table)
+
+
+def test_the_cli_progress_bar_shows_the_cost_so_far(tmp_path, monkeypatch):
+    """`digest run` (no --no-progress) draws the bar with the estimated cost so far, from
+    the same price as the closing cost line; the offline backend's bar shows no cost."""
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    inputs = write_inputs(tmp_path, [ABSTRACT])
+    common = ["run", str(inputs), "--stages", "tags", "--cache-dir", str(tmp_path / "c")]
+    with ReplayServer(tags_answer) as server:
+        priced = digest(*common, "--provider", "openai", "--model", "gpt-4o-mini",
+                        "--base-url", server.base_url, "--out", str(tmp_path / "a"))  # fmt: skip
+    assert priced.exit_code == 0, priced.output + priced.stderr
+    manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    tokens = manifest["tokens"]
+    cost = DEFAULT_PRICES["gpt-4o-mini"].cost(tokens["in"], tokens["cached"], tokens["out"])
+    bar = priced.stderr
+    assert "tags 1/1" in bar and f"{tokens['out']:,} out ~${cost:.4f}" in bar
+    assert f"estimated cost ${cost:.4f} at gpt-4o-mini list prices" in priced.output
+
+    offline = digest(*common, "--provider", "offline", "--out", str(tmp_path / "b"))
+    assert offline.exit_code == 0, offline.output + offline.stderr
+    assert "tags 1/1" in offline.stderr and "~$" not in offline.stderr
+
+
+def test_the_replay_server_lists_the_model_the_bench_asks_for(tmp_path, caplog):
+    """bench.realistic asks for gpt-4o-mini: the preflight finds it in GET /models, so the
+    bench prints no 'not in the models ... lists' warning."""
+    with ReplayServer(tags_answer) as server:
+        settings = settings_for(server.base_url, tmp_path, stages="tags")
+        with caplog.at_level("WARNING"):
+            run_job(settings, read_inputs([write_inputs(tmp_path, [ABSTRACT])]), settings.out_dir)
+    assert settings.model == "gpt-4o-mini"
+    assert not [r for r in caplog.records if "is not in the models" in r.getMessage()]

@@ -127,7 +127,12 @@ def test_a_name_that_does_not_resolve_is_one_message(tmp_path, inputs, monkeypat
             "rejected the API key (401: Incorrect API key provided: sk-...0000.); "
             "set OPENAI_API_KEY to a valid key, or use --provider offline",
         ),
-        ({"models": "forbidden"}, "refused access (403: Project does not have access.)"),
+        (
+            {"models": "forbidden"},
+            "refused access (403: Project does not have access.); the API key is valid but "
+            "has no access to model 'bench-model' or to this project: check the key's "
+            "project and organization permissions, or choose a model it can use (--model)",
+        ),
     ],
     ids=["401", "403"],
 )
@@ -137,8 +142,22 @@ def test_401_and_403_stop_before_any_stage_request(tmp_path, inputs, answer, con
         stats = server.stats()
     line = one_error(result)
     assert line == f"error: the endpoint ({server.base_url}) {says}"
-    assert stats["http_requests"] == 1 and stats["requests"] == 0  # GET /models only
+    # 401: GET /models only. 403: the chat probe too (a restricted key may chat without
+    # listing models), refused as well; no stage request either way.
+    assert stats["http_requests"] == (2 if "403" in says else 1)
+    assert set(stats["by_stage"]) <= {"chat"}  # the probe at most, no stage request
     assert fatal_manifest(tmp_path)["fatal_error"] == line.removeprefix("error: ")
+
+
+def test_a_key_that_may_chat_but_not_list_models_is_not_refused(tmp_path, inputs, answer):
+    """OpenAI's restricted keys can lack the models scope: GET /models is 403, chat works."""
+    with OpenAIServer(ServerConfig(models="no_model_scope"), answer_fn=answer) as server:
+        result = digest(tmp_path, inputs, server.base_url)
+        stats = server.stats()
+    assert result.exit_code == 0, result.stderr
+    assert "error:" not in result.stderr
+    assert stats["by_stage"] == {"chat": 1, "tldr": N, "tags": N, "claims": N}
+    assert stats["http_requests"] == 1 + 1 + 3 * N  # GET /models (403), the probe, stages
 
 
 def test_a_wrong_path_is_404_with_the_fix(tmp_path, inputs, answer):
@@ -273,3 +292,136 @@ def test_a_server_that_does_not_speak_http(tmp_path, inputs, transport):
         f"error: http://127.0.0.1:{port}/v1 is not an OpenAI-compatible API"
     ) or (line.startswith(f"error: cannot connect to http://127.0.0.1:{port}/v1: ")), line
     fatal_manifest(tmp_path)
+
+
+def test_a_403_names_the_fix_for_each_kind_of_credentials():
+    """The key, a user:password in base_url, or nothing at all: the fix names what was sent."""
+    import httpx2
+    import openai
+
+    from pipeline.backends.openai_backend import OpenAIBackend
+    from pipeline.config import load_settings
+    from pipeline.limits import Limiter
+
+    url = "http://127.0.0.1:9/v1"
+    request = httpx2.Request("GET", url + "/models")
+    response = httpx2.Response(403, request=request)
+    denied = openai.PermissionDeniedError(
+        "Forbidden", response=response, body={"error": {"message": "Forbidden."}}
+    )
+
+    def message(base_url: str, env: dict[str, str]) -> str:
+        settings = load_settings(
+            None, env=env, overrides={"provider": "openai", "base_url": base_url, "model": "m"}
+        )
+        return OpenAIBackend(settings, Limiter(max_concurrency=1))._fatal_message(denied)
+
+    assert message(url, {"OPENAI_API_KEY": KEY}) == (
+        f"the endpoint ({url}) refused access (403: Forbidden.); the API key is valid but has "
+        "no access to model 'm' or to this project: check the key's project and organization "
+        "permissions, or choose a model it can use (--model)"
+    )
+    assert message(url.replace("//", "//bob:pw@"), {}) == (
+        f"the endpoint ({url}) refused access (403: Forbidden.); the user:password of "
+        "base_url is valid but has no access to model 'm' there: check that user's "
+        "permissions at the server or proxy, or choose a model it can use (--model)"
+    )
+    assert message(url, {}) == (
+        f"the endpoint ({url}) refused access (403: Forbidden.); no credentials were sent: "
+        "set OPENAI_API_KEY (or a user:password in base_url), or choose a model it serves "
+        "(--model)"
+    )
+
+
+# --- the preflight's time bound -----------------------------------------------------------
+
+
+def silent_server():
+    """A listener on 127.0.0.1 that accepts every connection, reads, and never answers."""
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            held.append(conn)  # kept open, never written to
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener, held
+
+
+def test_the_preflight_is_bounded_well_under_5s_connect_included():
+    """Issue 10.5: a dead endpoint ends the run in under 5 s, SDK import and start-up
+    included; the preflight (GET /models and any probe together) gets 3 s of it."""
+    from pipeline.backends import openai_backend
+
+    assert openai_backend.PREFLIGHT_TIMEOUT_S == 3.0
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_server_that_accepts_and_never_answers_is_one_message(tmp_path, inputs, transport):
+    listener, held = silent_server()
+    port = listener.getsockname()[1]
+    try:
+        result = digest(tmp_path, inputs, f"http://127.0.0.1:{port}/v1", transport=transport)
+    finally:
+        listener.close()
+        for conn in held:
+            conn.close()
+    assert held  # the connection was accepted: this is the timeout, not a refusal
+    assert one_error(result) == (
+        f"error: no answer from http://127.0.0.1:{port}/v1 within 3s (GET /models); check "
+        "that the server is up and reachable from here, and base_url"
+    )
+    fatal_manifest(tmp_path)
+
+
+def test_the_probe_gets_only_what_is_left_of_the_bound(tmp_path, inputs, answer, monkeypatch):
+    """GET /models and the chat probe share one bound: the probe is not given a fresh one."""
+    from pipeline.backends import openai_backend
+
+    given: list[float] = []
+    real = openai_backend._bounded
+
+    async def bounded(request, timeout_s):
+        given.append(timeout_s)
+        return await real(request, timeout_s)
+
+    monkeypatch.setattr(openai_backend, "_bounded", bounded)
+    with OpenAIServer(ServerConfig(models="missing"), answer_fn=answer) as server:
+        result = digest(tmp_path, inputs, server.base_url, "--stages", "tldr")
+        stats = server.stats()
+    assert result.exit_code == 0, result.output + result.stderr
+    assert stats["by_stage"] == {"chat": 1, "tldr": N}
+    bound = openai_backend.PREFLIGHT_TIMEOUT_S
+    preflight, stage_requests = given[:2], given[2:]
+    assert preflight[0] == bound and 0 < preflight[1] < bound  # the probe: what is left
+    assert stage_requests == [60.0] * N  # stage requests keep timeout_s
+
+
+def test_a_slow_but_working_server_without_models_is_not_refused(
+    tmp_path, inputs, answer, monkeypatch
+):
+    """A server that answers GET /models with a 404 is alive; when its first chat completion
+    (a cold model, say) takes longer than what is left of the bound, the run goes on and
+    every stage request gets the full timeout_s."""
+    from pipeline.backends import openai_backend
+
+    monkeypatch.setattr(openai_backend, "PREFLIGHT_TIMEOUT_S", 1.0)
+    # The first chat completion (the probe) is held far past the bound; the rest answer.
+    config = ServerConfig(models="missing", script=("stall",), stall_s=30.0)
+    with OpenAIServer(config, answer_fn=answer) as server:
+        result = digest(tmp_path, inputs, server.base_url, "--stages", "tldr")
+        stats = server.stats()
+    assert result.exit_code == 0, result.output + result.stderr
+    assert "error:" not in result.stderr
+    assert stats["by_stage"] == {"chat": 1, "tldr": N}
+    assert (
+        "/models answered 404 and a 1-token chat completion did not answer within 1s; "
+        "going on (each request may take timeout_s=60s)"
+    ) in result.stderr

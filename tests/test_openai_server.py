@@ -616,19 +616,23 @@ def test_basic_auth_and_its_echo(make_server):
         client.models.list()
 
 
-@pytest.mark.parametrize("mode", ["missing", "html", "wrong_shape", "forbidden"])
+@pytest.mark.parametrize("mode", ["missing", "html", "wrong_shape", "forbidden", "no_model_scope"])
 def test_models_modes(make_server, mode):
     server = make_server(models=mode)
     status, headers, body = raw_request(server, "GET", "/v1/models")
-    if mode in ("missing", "forbidden"):
-        assert status == {"missing": 404, "forbidden": 403}[mode]
+    if mode in ("missing", "forbidden", "no_model_scope"):
+        assert status == {"missing": 404, "forbidden": 403, "no_model_scope": 403}[mode]
         assert json.loads(body)["error"]["message"]
     elif mode == "html":
         assert status == 200 and headers["content-type"] == "text/html"
     else:
         assert status == 200 and "data" not in json.loads(body)
-    with client_for(server) as client:  # chat completions are unaffected
-        assert ask(client).choices[0].finish_reason == "stop"
+    with client_for(server) as client:
+        if mode == "forbidden":  # a project without access: chat is refused too
+            with pytest.raises(openai.PermissionDeniedError):
+                ask(client)
+        else:  # chat completions are unaffected
+            assert ask(client).choices[0].finish_reason == "stop"
 
 
 @pytest.mark.parametrize(

@@ -42,8 +42,9 @@ from pipeline.stages import Stage
 log = logging.getLogger(__name__)
 
 MAX_RETRY_AFTER_S = 120.0
-# The preflight must end a run against a dead or wrong endpoint within seconds.
-PREFLIGHT_TIMEOUT_S = 4.0
+# The whole preflight (GET /models and any chat probe together, connect included): a dead
+# endpoint must end the run in under 5 s, interpreter start-up and SDK import included.
+PREFLIGHT_TIMEOUT_S = 3.0
 _NO_KEY = "no-key-configured"
 _SNIPPET = 120
 
@@ -503,7 +504,23 @@ class OpenAIBackend:
                 "set OPENAI_API_KEY to a valid key, or use --provider offline"
             )
         if exc.status_code == 403:
-            return f"the endpoint ({where}) refused access (403: {detail})"
+            refused = f"the endpoint ({where}) refused access (403: {detail}); "
+            model, choose = settings.model, "or choose a model it can use (--model)"
+            if settings.api_key is not None:
+                return refused + (
+                    f"the API key is valid but has no access to model {model!r} or to this "
+                    f"project: check the key's project and organization permissions, {choose}"
+                )
+            if url_credentials(settings.base_url) is not None:
+                return refused + (
+                    f"the user:password of base_url is valid but has no access to model "
+                    f"{model!r} there: check that user's permissions at the server or proxy, "
+                    f"{choose}"
+                )
+            return refused + (
+                "no credentials were sent: set OPENAI_API_KEY (or a user:password in "
+                "base_url), or choose a model it serves (--model)"
+            )
         if exc.status_code == 404:
             return (
                 f"not found at {where} (404: {detail}); check the model name "
@@ -531,17 +548,22 @@ class OpenAIBackend:
         endpoint ends the run at once with one message naming the cause and the fix.
 
         `GET /models` first: no tokens, and every major server has it. A server without it
-        (404/405/501) or with an odd one gets one tiny chat completion (max_tokens=1) instead.
+        (404/405/501), with an odd one, or that forbids listing models to this key (403: a
+        restricted key) gets one tiny chat completion (max_tokens=1) instead.
+        Both together get PREFLIGHT_TIMEOUT_S, connect included: the probe gets what is left.
         """
+        deadline = asyncio.get_running_loop().time() + PREFLIGHT_TIMEOUT_S
         try:
             request = self.client.models.with_raw_response.list(timeout=PREFLIGHT_TIMEOUT_S)
             models = parse_model_list(*await _bounded(request, PREFLIGHT_TIMEOUT_S))
         except (openai.APIStatusError, MalformedResponse) as exc:
             status = getattr(exc, "status_code", 200)
-            if status in (401, 403) or (status < 500 and status not in (404, 405, 501, 200)):
+            if status == 401 or (status < 500 and status not in (403, 404, 405, 501, 200)):
                 raise self._preflight_error(exc, "GET /models") from exc
-            if status in (404, 405, 501) or isinstance(exc, MalformedResponse):
-                await self._probe_completion(first=exc)
+            # 403: a restricted key may chat without the right to list models, so the
+            # chat probe decides (a key without access is refused there too).
+            if status in (403, 404, 405, 501) or isinstance(exc, MalformedResponse):
+                await self._probe_completion(first=exc, deadline=deadline)
                 return
             log.warning("preflight: GET %s/models answered %s; going on", self.where, status)
             return
@@ -556,17 +578,30 @@ class OpenAIBackend:
                 shown,
             )
 
-    async def _probe_completion(self, first: BaseException) -> None:
+    async def _probe_completion(self, first: BaseException, deadline: float) -> None:
         params = {
             "model": self.settings.model,
             "messages": [{"role": "user", "content": "Reply with OK."}],
             "max_tokens": 1,
             "temperature": 0,
         }
+        left = max(deadline - asyncio.get_running_loop().time(), 0.001)
         try:
-            body, content_type = await self._send(params, PREFLIGHT_TIMEOUT_S)
+            body, content_type = await self._send(params, left)
             parse_completion(body, content_type)
         except AttemptTimedOut as exc:
+            if isinstance(first, openai.APIStatusError):
+                # GET /models got an HTTP error status: a live server without /models, whose
+                # first completion may be slow (a cold model). Stage requests have timeout_s.
+                log.warning(
+                    "preflight: GET %s/models answered %s and a 1-token chat completion did "
+                    "not answer within %gs; going on (each request may take timeout_s=%gs)",
+                    self.where,
+                    first.status_code,
+                    PREFLIGHT_TIMEOUT_S,
+                    self.settings.timeout_s,
+                )
+                return
             raise self._preflight_error(exc, "POST /chat/completions", first) from exc
         except (openai.APIStatusError, MalformedResponse) as exc:
             status = getattr(exc, "status_code", 200)

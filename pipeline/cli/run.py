@@ -79,12 +79,15 @@ def run_command(
         load_project_taxonomy(settings),
         title=f"Digest of {run_dir.resolve().name}",
     )
+    # One price for the bar's cost so far and the closing cost line; none for offline.
+    offline = settings.resolved_provider == "offline"
+    price = None if offline else settings.price
     try:
         result = run_job(
             settings,
             ingest,
             run_dir,
-            progress=BarProgress() if settings.progress else None,
+            progress=BarProgress(price) if settings.progress else None,
             sinks=[report],
         )
     except RunInterrupted as exc:
@@ -96,12 +99,8 @@ def run_command(
         point_latest(run_dir)  # RUN_DIR/../latest: `digest triage latest` and friends
     say_counts(result.manifest)
     tokens = result.manifest.tokens
-    if settings.resolved_provider != "offline":
-        say(
-            cost_line(
-                result.manifest.model, settings.price, tokens.input, tokens.cached, tokens.output
-            )
-        )
+    if not offline:
+        say(cost_line(result.manifest.model, price, tokens.input, tokens.cached, tokens.output))
     say_outcome(result.run_dir, result.manifest)
 
 
