@@ -31,6 +31,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from pipeline.errors import StorageError
 
 log = logging.getLogger(__name__)
@@ -233,8 +235,11 @@ class StageCache:
         A failed write (disk full, ...) is cut off the file again, so no torn line is left
         behind, and raised as a StorageError naming the cache file.
         """
-        body = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
-        line = _PREFIX + key.encode("ascii") + b'",' + body[1:].encode("utf-8")
+        try:
+            body = orjson.dumps(record)  # compact UTF-8 JSON, ~10x json.dumps
+        except (TypeError, orjson.JSONEncodeError):  # a type or an int orjson does not take
+            body = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        line = _PREFIX + key.encode("ascii") + b'",' + body[1:]
         if self._seal_id is not None:
             line = line[:-1] + _SEAL_START + self._seal(line) + b'"}'
         line += b"\n"

@@ -342,6 +342,39 @@ def test_a_fatal_ray_answer_fails_every_stage_still_waiting():
     asyncio.run(scenario())
 
 
+def test_stop_ends_a_reader_still_waiting_for_a_row_and_closes_the_rows_in_its_thread():
+    """Ray ends the process (exit 1) when a thread touches it after shutdown, and its row
+    iterator does until the iteration is closed: stop() must get the reading thread out of
+    a wait for a row (Ray polls for the next block in Python) and close the rows there."""
+    import asyncio
+    import threading
+    import time
+
+    closed_in: list[str] = []
+    waiting = threading.Event()
+
+    def rows():  # like Ray's iterator: the next row never comes, the wait polls
+        try:
+            yield _feed_payload(0)
+            while True:
+                waiting.set()
+                time.sleep(0.01)
+        finally:
+            closed_in.append(threading.current_thread().name)
+
+    async def scenario():
+        feed, _runner = _feed(rows())
+        feed.start()
+        await asyncio.wait_for(feed.wait("k0"), 10)
+        assert await asyncio.to_thread(waiting.wait, 10)
+        return feed
+
+    feed = asyncio.run(scenario())
+    feed.stop(timeout_s=10)
+    assert feed._reader is not None and not feed._reader.is_alive()
+    assert closed_in == ["ray-rows"]  # closed once, by the reading thread itself
+
+
 @needs_ray
 def test_ctrl_c_during_the_ray_phase_exits_130_and_the_same_command_resumes(tmp_path):
     """`digest run --engine ray` (its own process and Ray instance) stopped by SIGINT while

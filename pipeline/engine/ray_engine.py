@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import dataclasses
 import json
 import logging
@@ -497,6 +498,10 @@ def _dataset(settings: Settings, runner: StageRunner, pending: Pending, ray: Any
 _END = object()  # the feed's last item: Ray has no more rows
 
 
+class _StopReading(BaseException):
+    """Raised in the feed's reading thread to end a wait for a row (RayFeed.stop)."""
+
+
 class RayFeed:
     """The Ray phase's answers, taken as they arrive while the local pass runs.
 
@@ -544,22 +549,50 @@ class RayFeed:
         self._reader.start()
         self._task = loop.create_task(self._take_all())
 
-    def stop(self, timeout_s: float = 1.0) -> None:
-        """Ask the reading thread to end and give it `timeout_s` to do so (it ends at its
-        next row, or when the rows end; a thread still blocked is a daemon)."""
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """End the reading thread, and with it Ray Data's execution, before Ray shuts down.
+
+        Ray ends the whole process (exit 1) when any thread touches it after shutdown, and
+        the row iterator's threads do until the iteration ends, which happens in the thread
+        that iterates. A thread still waiting for a row after a moment is interrupted there
+        (Ray's wait for the next block polls in Python, so it sees the exception within
+        ~10 ms) and closes the iteration on its way out; `timeout_s` bounds the wait.
+        """
         self._stopping.set()
-        if self._reader is not None:
-            self._reader.join(timeout_s)
+        reader = self._reader
+        if reader is None:
+            return
+        reader.join(0.2)
+        if reader.is_alive() and reader.ident is not None:
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(reader.ident), ctypes.py_object(_StopReading)
+            )
+            reader.join(timeout_s)
+        if reader.is_alive():
+            log.warning("ray: the row reader did not stop within %gs", timeout_s)
 
     def _read(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Any]) -> None:
+        with contextlib.suppress(_StopReading):  # however late stop()'s exception lands
+            self._read_rows(loop, queue)
+
+    def _read_rows(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Any]) -> None:
         item: Any = _END
         try:
             for row in self.rows:
                 if self._stopping.is_set():
-                    return
+                    break
                 loop.call_soon_threadsafe(queue.put_nowait, row)
+        except _StopReading:
+            pass
         except BaseException as exc:  # raised in the loop's thread by _take_all
             item = exc
+        finally:
+            close = getattr(self.rows, "close", None)
+            if close is not None:  # ends Ray Data's execution from this thread, Ray still up
+                with contextlib.suppress(BaseException):
+                    close()
+        if self._stopping.is_set():
+            return
         with contextlib.suppress(RuntimeError):  # a closed loop: the pass has ended already
             loop.call_soon_threadsafe(queue.put_nowait, item)
 

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pipeline.backends import Backend, Completion
 from pipeline.cache import Cache, key_from_prefix, key_prefix
@@ -52,7 +52,7 @@ class _CachedLine(BaseModel):
     model_config = ConfigDict(extra="ignore")
     output: dict[str, Any]
     provenance: Provenance
-    dropped: list[dict[str, Any]] = []
+    dropped: list[dict[str, Any]] = Field(default_factory=list)  # no deepcopy per line
 
     @classmethod
     def read(cls, line: bytes) -> _CachedLine | None:
