@@ -61,6 +61,8 @@ class Settings(BaseModel):
     temperature: float = 0.0
     max_tokens: int = Field(default=1024, ge=16)
     timeout_s: float = Field(default=60.0, gt=0)
+    # The endpoint check before the first request (GET /models and any probe together).
+    preflight_timeout_s: float = Field(default=3.0, gt=0)
     max_concurrency: int = Field(default=16, ge=1, le=4096)
     requests_per_minute: int | None = Field(default=None, ge=1)
     tokens_per_minute: int | None = Field(default=None, ge=1)

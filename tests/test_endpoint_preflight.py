@@ -41,9 +41,12 @@ def inputs(tmp_path) -> Path:
     return path
 
 
-def digest(tmp_path, inputs, base_url, *extra, key=KEY, transport="aiohttp"):
+def digest(tmp_path, inputs, base_url, *extra, key=KEY, transport="aiohttp", preflight_s=None):
     config = tmp_path / "config.yaml"
-    config.write_text(f"http_transport: {transport}\n", encoding="utf-8")
+    text = f"http_transport: {transport}\n"
+    if preflight_s is not None:
+        text += f"preflight_timeout_s: {preflight_s}\n"
+    config.write_text(text, encoding="utf-8")
     args = ["run", str(inputs), "--config", str(config), "--provider", "openai",
             "--model", "bench-model", "--out", str(tmp_path / "run"),
             "--cache-dir", str(tmp_path / "cache"), "--no-progress", *extra]  # fmt: skip
@@ -357,10 +360,14 @@ def silent_server():
 
 def test_the_preflight_is_bounded_well_under_5s_connect_included():
     """Issue 10.5: a dead endpoint ends the run in under 5 s, SDK import and start-up
-    included; the preflight (GET /models and any probe together) gets 3 s of it."""
-    from pipeline.backends import openai_backend
+    included; the preflight (GET /models and any probe together) gets 3 s of it by default,
+    and config.yaml can give a slow proxy more."""
+    from pipeline.config import Settings, load_settings
 
-    assert openai_backend.PREFLIGHT_TIMEOUT_S == 3.0
+    assert Settings().preflight_timeout_s == 3.0
+    assert "preflight_timeout_s: 3 " in (REPO / "config.yaml").read_text(encoding="utf-8")
+    config = REPO / "config.yaml"
+    assert load_settings(config).preflight_timeout_s == 3.0
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -376,7 +383,8 @@ def test_a_server_that_accepts_and_never_answers_is_one_message(tmp_path, inputs
     assert held  # the connection was accepted: this is the timeout, not a refusal
     assert one_error(result) == (
         f"error: no answer from http://127.0.0.1:{port}/v1 within 3s (GET /models); check "
-        "that the server is up and reachable from here, and base_url"
+        "that the server is up and reachable from here, and base_url (a slow proxy: raise "
+        "preflight_timeout_s in config.yaml)"
     )
     fatal_manifest(tmp_path)
 
@@ -398,7 +406,7 @@ def test_the_probe_gets_only_what_is_left_of_the_bound(tmp_path, inputs, answer,
         stats = server.stats()
     assert result.exit_code == 0, result.output + result.stderr
     assert stats["by_stage"] == {"chat": 1, "tldr": N}
-    bound = openai_backend.PREFLIGHT_TIMEOUT_S
+    bound = 3.0  # the default preflight_timeout_s
     preflight, stage_requests = given[:2], given[2:]
     assert preflight[0] == bound and 0 < preflight[1] < bound  # the probe: what is left
     assert stage_requests == [60.0] * N  # stage requests keep timeout_s
@@ -410,13 +418,10 @@ def test_a_slow_but_working_server_without_models_is_not_refused(
     """A server that answers GET /models with a 404 is alive; when its first chat completion
     (a cold model, say) takes longer than what is left of the bound, the run goes on and
     every stage request gets the full timeout_s."""
-    from pipeline.backends import openai_backend
-
-    monkeypatch.setattr(openai_backend, "PREFLIGHT_TIMEOUT_S", 1.0)
     # The first chat completion (the probe) is held far past the bound; the rest answer.
     config = ServerConfig(models="missing", script=("stall",), stall_s=30.0)
     with OpenAIServer(config, answer_fn=answer) as server:
-        result = digest(tmp_path, inputs, server.base_url, "--stages", "tldr")
+        result = digest(tmp_path, inputs, server.base_url, "--stages", "tldr", preflight_s=1)
         stats = server.stats()
     assert result.exit_code == 0, result.output + result.stderr
     assert "error:" not in result.stderr

@@ -44,7 +44,6 @@ log = logging.getLogger(__name__)
 MAX_RETRY_AFTER_S = 120.0
 # The whole preflight (GET /models and any chat probe together, connect included): a dead
 # endpoint must end the run in under 5 s, interpreter start-up and SDK import included.
-PREFLIGHT_TIMEOUT_S = 3.0
 _NO_KEY = "no-key-configured"
 _SNIPPET = 120
 
@@ -550,12 +549,14 @@ class OpenAIBackend:
         `GET /models` first: no tokens, and every major server has it. A server without it
         (404/405/501), with an odd one, or that forbids listing models to this key (403: a
         restricted key) gets one tiny chat completion (max_tokens=1) instead.
-        Both together get PREFLIGHT_TIMEOUT_S, connect included: the probe gets what is left.
+        Both together get `preflight_timeout_s`, connect included: the probe gets what is
+        left.
         """
-        deadline = asyncio.get_running_loop().time() + PREFLIGHT_TIMEOUT_S
+        bound = self.settings.preflight_timeout_s
+        deadline = asyncio.get_running_loop().time() + bound
         try:
-            request = self.client.models.with_raw_response.list(timeout=PREFLIGHT_TIMEOUT_S)
-            models = parse_model_list(*await _bounded(request, PREFLIGHT_TIMEOUT_S))
+            request = self.client.models.with_raw_response.list(timeout=bound)
+            models = parse_model_list(*await _bounded(request, bound))
         except (openai.APIStatusError, MalformedResponse) as exc:
             status = getattr(exc, "status_code", 200)
             if status == 401 or (status < 500 and status not in (403, 404, 405, 501, 200)):
@@ -598,7 +599,7 @@ class OpenAIBackend:
                     "not answer within %gs; going on (each request may take timeout_s=%gs)",
                     self.where,
                     first.status_code,
-                    PREFLIGHT_TIMEOUT_S,
+                    self.settings.preflight_timeout_s,
                     self.settings.timeout_s,
                 )
                 return
@@ -629,8 +630,9 @@ class OpenAIBackend:
             not _dropped_connection(exc)
         ):
             return (
-                f"no answer from {where} within {PREFLIGHT_TIMEOUT_S:g}s ({request}); check "
-                "that the server is up and reachable from here, and base_url"
+                f"no answer from {where} within {self.settings.preflight_timeout_s:g}s "
+                f"({request}); check that the server is up and reachable from here, and "
+                "base_url (a slow proxy: raise preflight_timeout_s in config.yaml)"
             )
         if isinstance(exc, openai.APIConnectionError):
             cause = connection_cause(exc) or _attempt_detail(exc)
