@@ -345,6 +345,8 @@ def _cli_ids(run_dir: Path, args: list[str], taxonomy_path: Path) -> list[str]:
         main,
         ["triage", str(run_dir), "--format", "jsonl", "--taxonomy", str(taxonomy_path), *args],
     )
+    if res.exit_code == 2 and "has the id" in res.stderr:
+        return []  # --paper naming no paper of this run: the CLI says so, the page shows none
     assert res.exit_code == 0, res.output
     return [json.loads(line)["id"] for line in res.stdout.splitlines()]
 

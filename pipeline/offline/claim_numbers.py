@@ -227,7 +227,8 @@ _OTHERS_SUBJECT = re.compile(
     _I,
 )
 _FIRST_PERSON = re.compile(r"\b(?:we|our|ours|proposed)\b", _I)
-_CLAUSE_BREAK = re.compile(r"[,;:(]|\b(?:while|whereas|but|and)\b", _I)
+_CLAUSE_PUNCT = ",;:("
+_CLAUSE_WORD = re.compile(r"\b(?:while|whereas|but|and)\b", _I)
 _OTHER_CLAUSE = re.compile(r"\b(?:while|whereas)\s+(?P<next>[\w'-]+)", _I)
 
 _METRIC_NAMES = (
@@ -445,12 +446,12 @@ def _is_baseline(s: str, head: _Item, anchor: _Item) -> bool:
     before = s[max(0, head.start - 40) : head.start]
     if _BASELINE_BEFORE.search(before) or _BY_OTHERS_AFTER.match(s, anchor.end):
         return True
-    clause_start = 0
-    for m in _CLAUSE_BREAK.finditer(s, 0, head.start):
-        clause_start = m.end()
-    clause = s[clause_start : head.start].strip()
+    clause = s[_clause_start(s, head.start) : head.start].strip()
     if _OTHERS_SUBJECT.match(clause) and not _FIRST_PERSON.search(clause):
         return True  # "the baseline reaches only 3.46%"
+    low = s.lower()
+    if s.isascii() and "while" not in low and "whereas" not in low:
+        return False  # no other clause (the loop below would find none, slowly)
     other = None
     for m in _OTHER_CLAUSE.finditer(s, 0, head.start):
         other = m
@@ -463,6 +464,15 @@ def _is_baseline(s: str, head: _Item, anchor: _Item) -> bool:
     subject = other.group("next")
     first = s.split(None, 1)[0] if s.strip() else ""
     return subject[:1].isupper() and subject not in {first, "It", "This", "These", "Its"}
+
+
+def _clause_start(s: str, end: int) -> int:
+    """Where the clause ending at `end` starts: after the last , ; : ( or while/whereas/but/and
+    before it (the words are only looked for after the last punctuation)."""
+    start = max(s.rfind(c, 0, end) for c in _CLAUSE_PUNCT) + 1
+    for m in _CLAUSE_WORD.finditer(s, start, end):
+        start = m.end()
+    return start
 
 
 def junk_number(s: str, a: int, b: int) -> bool:

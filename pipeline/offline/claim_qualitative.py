@@ -12,7 +12,8 @@ are not results; neither is a clause that already holds a number (the quantitati
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, NamedTuple
 
 from pipeline.offline.claim_fields import (
     CHAINED_VERB,
@@ -27,10 +28,12 @@ from pipeline.offline.claim_numbers import Hit
 from pipeline.offline.claim_text import (
     LEADING_JUNK,
     MAX_EVIDENCE_WORDS,
+    Caseless,
     after_lead_in,
     background_before,
     cap_span,
     clause_spans,
+    contains_any,
     extend_short,
     segment_at,
     strip_span,
@@ -43,14 +46,37 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
+def _trie(words: Iterable[str]) -> str:
+    """A regex for exactly `words`, branching letter by letter: the regex engine tries every
+    word of a flat alternation at each position, a trie fails at the first letter."""
+    words = set(words)
+    heads = sorted({w[0] for w in words if w})
+    alts = [re.escape(h) + _trie(w[1:] for w in words if w[:1] == h) for h in heads]
+    if "" in words:
+        return f"(?:{'|'.join(alts)})?" if alts else ""
+    return alts[0] if len(alts) == 1 else f"(?:{'|'.join(alts)})"
+
+
+# Evidence cues that are plain substrings, tested first; the phrases need a regex.
+_EVIDENCE_WORDS = (
+    "experiment", "empiric", "evaluat", "benchmark", "outperform", "surpass", "ablation",
+    "achiev", "in practice",
+)  # fmt: skip
+_REPORTING_VERBS = _words(
+    """show shows showed shown demonstrate demonstrates demonstrated find finds found observe
+    observed confirm confirms indicate indicates reveal reveals verify verifies"""
+)
+_EVIDENCE_PHRASES = (
+    r"results?\b|we\s+(?:\w+ly\s+)?(?:show|find|demonstrate|observe)"
+    rf"|{_trie(_REPORTING_VERBS)}\s+that|in\s+practice|on\s+\w+\s+(?:benchmarks?|datasets?|tasks)"
+)
 _EVIDENCE_CUE = re.compile(
-    r"\b(?:experiment|empiric|results?\b|evaluat|benchmark|outperform|surpass|ablation"
-    r"|we\s+(?:\w+ly\s+)?(?:show|find|demonstrate|observe)|achiev|(?:show|shows|showed|shown"
-    r"|demonstrate|demonstrates|demonstrated|find|finds|found|observe|observed|confirm|confirms"
-    r"|indicate|indicates|reveal|reveals|verify|verifies)\s+that|in\s+practice|on\s+\w+\s+"
-    r"(?:benchmarks?|datasets?|tasks))",
+    rf"\b(?:experiment|empiric|evaluat|benchmark|outperform|surpass|ablation|achiev"
+    rf"|{_EVIDENCE_PHRASES})",
     _I,
 )
+# The phrases alone: for an ASCII sentence without any of the _EVIDENCE_WORDS, the same test.
+_EVIDENCE_PHRASE = Caseless(rf"\b(?:{_EVIDENCE_PHRASES})")
 
 # Theorems and rates are not claims under the annotation guideline.
 _THEORY = ("lower bound", "upper bound", "convergence rate", "theorem", "$")
@@ -71,7 +97,7 @@ _ADJ_METRIC = {
     "cheaper": "cost",
 }
 
-_SOTA = r"(?:state[- ]of[- ]the[- ]art|SOTA)"
+_SOTA = r"(?:state[- ]of[- ]the[- ]art|sota)"  # lowercase: see _QUAL_TRIGGER
 
 _EFFECT_NOUNS = (
     r"effectiveness|efficacy|superiority|advantages?|benefits?|utility|usefulness|merits?|value"
@@ -84,7 +110,8 @@ _COMPARATIVES = (
     r"|cheaper|simpler|easier|harder|tighter|more\s+[a-z]+"
 )
 
-_QUAL_TRIGGER = re.compile(
+# Caseless: on an ASCII sentence its `lower` regex matches the lowercased text in half the time.
+_QUAL_TRIGGER = Caseless(
     r"\b(?P<trigger>outperform(?:s|ed|ing)?|underperform(?:s|ed|ing)?|surpass(?:es|ed|ing)?"
     r"|beats?|exceed(?:s|ed|ing)?"
     rf"|(?:achiev|set|establish|attain|reach|obtain|deliver|yield|demonstrat|report|show)\w*"
@@ -117,9 +144,17 @@ _QUAL_TRIGGER = re.compile(
     r"|similar\s+(?:performance|results|accuracy|capabilities)\s+(?:to|as)"
     r"|correlat(?:es|ed|e)\s+(?:\w+ly\s+)?with|(?:positively|negatively|strongly)\s+correlat(?:es|ed|e)"
     r"|more\s+(?:efficiently|accurately|quickly|robustly|effectively|reliably|stably)"
-    rf"|(?:{_COMPARATIVES})(?=[^.;]{{0,100}}(?<!rather )\bthan\b))\b",
-    _I,
+    rf"|(?:{_COMPARATIVES})(?=[^.;]{{0,100}}(?<!rather )\bthan\b))\b"
 )
+
+
+class _Trigger(NamedTuple):
+    """A match of _QUAL_TRIGGER: its span and its text as written."""
+
+    start: int
+    end: int
+    text: str
+
 
 # Triggers that are results on their own: a comparison with something, or an asserted effect.
 _STRONG_TRIGGER = re.compile(
@@ -140,11 +175,8 @@ _BASELINE_AFTER = re.compile(
     r"|compared\s+(?:to|with)|relative\s+to|versus|vs\.?)\b",
 )
 
-_ALPHA_RUN = re.compile(r"[A-Za-z]+")
-
-# First three letters of every word a trigger can start with (kept in step with _QUAL_TRIGGER).
-# First words of the triggers (every alternative of _QUAL_TRIGGER starts with one), grouped
-# by their first three letters for a cheap test of each word of a sentence.
+# First words of the triggers (every alternative of _QUAL_TRIGGER starts with one): a word of
+# a sentence can start a trigger only if it starts with one of them (or is one of 2 letters).
 _TRIGGER_STARTS = _words(
     """outperform underperform surpass beat exceed achiev set establish attain reach obtain
     deliver yield demonstrat report show new advance state sota significantly substantially
@@ -156,9 +188,18 @@ _TRIGGER_STARTS = _words(
     negatively strongly more is are remain better worse higher lower faster slower smaller
     larger stronger weaker greater fewer cheaper simpler easier harder tighter"""
 )
-_STARTS_BY_PREFIX: dict[str, tuple[str, ...]] = {}
-for _start in sorted(_TRIGGER_STARTS):
-    _STARTS_BY_PREFIX[_start[:3]] = (*_STARTS_BY_PREFIX.get(_start[:3], ()), _start)
+
+
+# The words of an ASCII-lowercased sentence that can start a trigger: not after a letter or
+# digit, starting with a start word (or, for 'is' and 'on', being it).
+_TRIGGER_WORD = re.compile(
+    r"(?<![^\W_])(?:"
+    + _trie(w for w in _TRIGGER_STARTS if len(w) > 2)
+    + "|(?:"
+    + "|".join(sorted(w for w in _TRIGGER_STARTS if len(w) <= 2))
+    + ")(?![a-z]))"
+)
+_ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
 
 # Common first words of rare triggers, tried only when the rest of the trigger can be there.
 _ROBUST = ("robust", "effective", "vulnerable")
@@ -175,7 +216,7 @@ _RARE_STARTS = {
 }
 # Cheap substring tests before the regexes. A sentence with a strong trigger stem can hold a
 # result on its own; one with only weak stems ("improves", "better than") needs an evidence cue,
-# and every evidence cue contains one of _EVIDENCE_STEMS.
+# and every evidence cue contains one of _EVIDENCE_WORDS or _EVIDENCE_STEMS.
 _STRONG_STEMS = _words(
     """outperform underperform surpass beat exceed state-of-the-art sota superior advantage
     competitive comparable compete match effective efficacy benefit utility useful merit
@@ -194,33 +235,29 @@ _STRONG_STEMS = _words(
     "the best",
 }
 
-# Evidence cues that are plain substrings (the rest of _EVIDENCE_CUE needs the regex).
-_EVIDENCE_WORDS = (
-    "experiment", "empiric", "evaluat", "benchmark", "outperform", "surpass", "ablation",
-    "achiev", "in practice",
+# Every evidence cue that is not one of the _EVIDENCE_WORDS contains one of these.
+_EVIDENCE_STEMS = (
+    "show", "task", "result", "demonstrat", "dataset", "find", "observ", "found", "verif",
+    "reveal", "indicat", "practice", "confirm",
 )  # fmt: skip
-_EVIDENCE_STEMS = _words(
-    """experiment empiric result evaluat benchmark outperform surpass ablation show find found
-    demonstrat observ achiev confirm indicat reveal verif practice dataset task"""
-)
 
-_BLOCK_BEFORE = [
+# What before a trigger makes it no result: a word and what follows it up to the trigger.
+_PURPOSE_BEFORE = (
     # purpose ("to improve", "for improving"), but not "able to" / "lead to" / "compared to"
-    re.compile(
-        r"(?<!able )(?<!lead )(?<!leads )(?<!led )(?<!leading )(?<!compared )(?<!similar )"
-        r"\b(?:to|for|towards)\s+(?:\w+ly\s+)?$",
-        _I,
-    ),
-    re.compile(
-        r"\b(?:not(?!\s+only)|no|never|cannot|can't|fails?\s+to|failed\s+to|without|neither|nor|aim|aims"
-        r"|seek|seeks|hope)\s+(?:\w+\s+){0,2}$",
-        _I,
-    ),
-    re.compile(r"\b(?:as|when|if|whether|once|although|though)\s+(?:[\w'-]+\s+){0,10}$", _I),
-    re.compile(r"\b(?:they|which\s+best|best)\s+(?:\w+ly\s+)?$", _I),
-    re.compile(r"\b(?:may|might|could|would|should|will)\s+(?:\w+ly\s+)?$", _I),
-    re.compile(r"\b(?:with|the|an?|of|by|its|their)\s+$", _I),
-]
+    r"(?<!able )(?<!lead )(?<!leads )(?<!led )(?<!leading )(?<!compared )(?<!similar )"
+    r"(?:to|for|towards)\s+(?:\w+ly\s+)?$"
+)
+_OTHER_BLOCKS_BEFORE = (
+    r"(?:not(?!\s+only)|no|never|cannot|can't|fails?\s+to|failed\s+to|without|neither|nor|aim"
+    r"|aims|seek|seeks|hope)\s+(?:\w+\s+){0,2}$",
+    r"(?:as|when|if|whether|once|although|though)\s+(?:[\w'-]+\s+){0,10}$",
+    r"(?:they|which\s+best|best)\s+(?:\w+ly\s+)?$",
+    r"(?:may|might|could|would|should|will)\s+(?:\w+ly\s+)?$",
+    r"(?:with|the|an?|of|by|its|their)\s+$",
+)
+# One search for all of them, the word boundary first: it fails fast at most positions.
+_BLOCK_BEFORE = Caseless(rf"\b(?:{'|'.join((_PURPOSE_BEFORE, *_OTHER_BLOCKS_BEFORE))})")
+_BLOCK_BEFORE_EFFECT = Caseless(rf"\b(?:{'|'.join(_OTHER_BLOCKS_BEFORE)})")
 
 _CHANGE_VERB = re.compile(
     r"(?:(?:significantly|substantially|consistently|greatly|markedly|considerably|dramatically"
@@ -268,24 +305,34 @@ def qualitative_claims(sentence: str, taken: list[tuple[int, int]]) -> list[dict
     A, and achieves state of the art on B' is two); clauses already carrying a number
     (`taken`: their evidence spans) are left to the quantitative claims."""
     low = sentence.lower()
-    if any(t in low for t in _THEORY):
+    if contains_any(low, _THEORY):
         return []
-    evidence_cue = any(cue in low for cue in _EVIDENCE_WORDS) or (
-        any(cue in low for cue in _EVIDENCE_STEMS) and bool(_EVIDENCE_CUE.search(sentence))
-    )
-    if not evidence_cue and not any(stem in low for stem in _STRONG_STEMS):
+    evidence_cue = _has_evidence_cue(sentence, low)
+    if not evidence_cue and not contains_any(low, _STRONG_STEMS):
         return []  # weak triggers need evidence; a proposal sentence keeps only comparisons (C13)
     triggers = [
-        m
-        for m in _triggers(sentence)
-        if not _blocked(sentence, m, evidence_cue) and not any(a <= m.start() < b for a, b in taken)
+        trig
+        for trig in _triggers(sentence, low)
+        if not _blocked(sentence, trig, evidence_cue)
+        and not any(a <= trig.start < b for a, b in taken)
     ]
     out: list[dict[str, Any]] = []
-    for clause, m in _clauses(sentence, triggers):
-        free = _beside(sentence, clause, m.start(), taken)
+    for clause, trig in _clauses(sentence, triggers):
+        free = _beside(sentence, clause, trig.start, taken)
         if free is not None:
-            out.append(_qualitative_claim(sentence, m, free))
+            out.append(_qualitative_claim(sentence, trig, free))
     return out
+
+
+def _has_evidence_cue(sentence: str, low: str) -> bool:
+    """Whether the sentence reports evidence ('experiments show', 'we find that')."""
+    if contains_any(low, _EVIDENCE_WORDS):
+        return True
+    if not contains_any(low, _EVIDENCE_STEMS):
+        return False
+    if sentence.isascii():
+        return bool(_EVIDENCE_PHRASE.lower.search(low))
+    return bool(_EVIDENCE_CUE.search(sentence))
 
 
 def _beside(
@@ -313,104 +360,112 @@ def _beside(
     return (a, b) if b > a else None
 
 
-def _triggers(s: str) -> list[re.Match[str]]:
-    """`_QUAL_TRIGGER.finditer(s)`, but tried only where a word starts as a trigger can (the
-    regex has many alternatives; trying them at every character is the extractor's hot spot)."""
-    out: list[re.Match[str]] = []
+def _triggers(s: str, low: str) -> list[_Trigger]:
+    """The matches of `_QUAL_TRIGGER.pattern.finditer(s)` (`low` is `s.lower()`), tried only
+    where a word starts as a trigger can (the regex has many alternatives; trying them at every
+    character is the extractor's hot spot)."""
+    out: list[_Trigger] = []
     pos = 0
-    low = s.lower()
+    # Same offsets as `s` (str.lower may lengthen non-ASCII text).
+    ascii_text = s.isascii()
+    words = low if ascii_text else s.translate(_ASCII_LOWER)
     possible: dict[str, bool] = {}  # rare first words: can the rest of their trigger occur?
-    for w in _ALPHA_RUN.finditer(s):
+    for w in _TRIGGER_WORD.finditer(words):
         a = w.start()
-        word = w.group(0).lower()
-        prefix = word[:3]
-        starts = _STARTS_BY_PREFIX.get(prefix)
-        if starts is None or not word.startswith(starts) or a < pos or (a and s[a - 1].isalnum()):
+        if a < pos:
             continue
-        if prefix in _RARE_STARTS:
+        prefix = w.group(0)[:3]
+        rare = _RARE_STARTS.get(prefix)
+        if rare is not None:
             ok = possible.get(prefix)
             if ok is None:
-                ok = possible[prefix] = any(n in low for n in _RARE_STARTS[prefix])
+                ok = possible[prefix] = contains_any(low, rare)
             if not ok:
                 continue
-        m = _QUAL_TRIGGER.match(s, a)
+        m = _QUAL_TRIGGER.lower.match(low, a) if ascii_text else _QUAL_TRIGGER.pattern.match(s, a)
         if m is not None:
-            out.append(m)
             pos = m.end()
+            out.append(_Trigger(a, pos, s[a:pos]))
     return out
 
 
-def _clauses(s: str, triggers: list[re.Match[str]]) -> list[tuple[tuple[int, int], re.Match[str]]]:
+def _clauses(s: str, triggers: list[_Trigger]) -> list[tuple[tuple[int, int], _Trigger]]:
     """(clause span, its trigger) for each predicate: a new clause starts at a coordinator
     ('and', ', as well as', ';', ', while') before a verb trigger of its own."""
-    out: list[tuple[tuple[int, int], re.Match[str]]] = []
+    out: list[tuple[tuple[int, int], _Trigger]] = []
     start = 0
-    for m in triggers:
+    for trig in triggers:
         cut = None
-        if out and _VERB_TRIGGER.match(m.group("trigger")):
-            for c in COORDINATOR.finditer(s, out[-1][1].end(), m.start()):
+        if out and _VERB_TRIGGER.match(trig.text):
+            for c in COORDINATOR.finditer(s, out[-1][1].end, trig.start):
                 cut = c
-            if cut is not None and len(s[out[-1][1].end() : cut.start()].split()) < 2:
+            if cut is not None and len(s[out[-1][1].end : cut.start()].split()) < 2:
                 cut = None  # "speed up and improve learning": one predicate (C4)
         if not out:
-            out.append(((start, len(s)), m))
+            out.append(((start, len(s)), trig))
         elif cut is not None:
             prev_span, prev = out[-1]
             out[-1] = ((prev_span[0], cut.start()), prev)
-            out.append(((cut.end(), len(s)), m))
+            out.append(((cut.end(), len(s)), trig))
     if out and len(out) == 1:
-        also = _AS_WELL_AS.search(s, out[0][1].end())
-        if also and _COMPARE_TRIGGER.match(out[0][1].group("trigger").lower()):
+        also = _AS_WELL_AS.search(s, out[0][1].end)
+        if also and _COMPARE_TRIGGER.match(out[0][1].text.lower()):
             # "outperform A on X, as well as B on Y": a second comparison
-            span, m = out[0]
-            out = [((span[0], also.start()), m), ((also.end(), span[1]), m)]
+            span, trig = out[0]
+            out = [((span[0], also.start()), trig), ((also.end(), span[1]), trig)]
     return out
 
 
-def _is_strong(s: str, m: re.Match[str]) -> bool:
+def _is_strong(s: str, trig: _Trigger) -> bool:
     """A trigger that reports a result without further evidence: a comparison ('outperforms',
     'lower than typical ensembles', 'improves X over Y') or an asserted effect."""
-    if _STRONG_TRIGGER.match(m.group("trigger")):
+    if _STRONG_TRIGGER.match(trig.text):
         return True
-    end = s.find(";", m.end())
-    return bool(_BASELINE_AFTER.search(s, m.end(), min(end if end >= 0 else len(s), m.end() + 100)))
+    end = s.find(";", trig.end)
+    return bool(
+        _BASELINE_AFTER.search(s, trig.end, min(end if end >= 0 else len(s), trig.end + 100))
+    )
 
 
-def _blocked(s: str, m: re.Match[str], evidence_cue: bool = True) -> bool:
-    pos = m.start()
-    trigger = m.group("trigger")
+def _blocked(s: str, trig: _Trigger, evidence_cue: bool = True) -> bool:
+    pos = trig.start
+    trigger = trig.text
     if pos > 1 and s[pos - 1] in "-‑" and s[pos - 2].isalnum():
         return True  # "perplexity-matched"
     last = trigger.split()[-1]
     if (
         _CHANGE_VERB.fullmatch(last)
         and not _NOUN_END.search(last)
-        and _INTRANSITIVE.match(s, m.end())
+        and _INTRANSITIVE.match(s, trig.end)
     ):
         return True  # "as context length increases", "which reduce to dendrograms"
     prefix = s[max(0, pos - 60) : pos]
     effect = _EFFECT_TRIGGER.match(trigger)  # "experiments ... to prove the efficacy of X" (C14)
-    if any(p.search(prefix) for p in (_BLOCK_BEFORE[1:] if effect else _BLOCK_BEFORE)):
+    if (_BLOCK_BEFORE_EFFECT if effect else _BLOCK_BEFORE).found(prefix):
         return True
-    if not evidence_cue and (not _is_strong(s, m) or s.rfind("(", 0, pos) > s.rfind(")", 0, pos)):
+    if not evidence_cue and (
+        not _is_strong(s, trig) or s.rfind("(", 0, pos) > s.rfind(")", 0, pos)
+    ):
         return True  # "a module that enhances X", "more important than avoiding errors", or a
         # parenthetical definition: "the Condorcet winner (which beats all other options)"
-    if trigger.lower().startswith("match") and not (evidence_cue or _PERF_OBJECT.match(s, m.end())):
+    if trigger.lower().startswith("match") and not (
+        evidence_cue or _PERF_OBJECT.match(s, trig.end)
+    ):
         return True  # "a policy whose distribution matches the target": a design
-    return background_before(s, m.end())
+    return background_before(s, trig.end)
 
 
-def _qualitative_claim(s: str, m: re.Match[str], clause: tuple[int, int]) -> dict[str, Any]:
-    span = _qualitative_span(s, m.start(), clause)
+def _qualitative_claim(s: str, trig: _Trigger, clause: tuple[int, int]) -> dict[str, Any]:
+    span = _qualitative_span(s, trig.start, clause)
     evidence = s[span[0] : span[1]]
     return {
         "statement": statement_of(evidence, None),
         "kind": "qualitative",
-        "metric": _qualitative_metric(s, m),
+        "metric": _qualitative_metric(s, trig),
         "value": None,
         "unit": None,
-        "dataset": dataset_near(s, m.end(), span),
-        "comparison": _qualitative_comparison(s, m),
+        "dataset": dataset_near(s, trig.end, span),
+        "comparison": _qualitative_comparison(s, trig),
         "evidence": evidence,
         "_span": span,
     }
@@ -429,24 +484,24 @@ def _qualitative_span(s: str, pos: int, clause: tuple[int, int]) -> tuple[int, i
     return cap_span(s, strip_span(s, a, b), hit)
 
 
-def _qualitative_metric(s: str, m: re.Match[str]) -> str | None:
-    trigger = m.group("trigger").lower()
+def _qualitative_metric(s: str, trig: _Trigger) -> str | None:
+    trigger = trig.text.lower()
     if _OBJECT_TRIGGER.match(trigger.split()[-1]):
-        inner = _IN_TERMS_OF.match(s, m.end())
-        phrase = noun_phrase(s, inner.end() if inner else m.end())
+        inner = _IN_TERMS_OF.match(s, trig.end)
+        phrase = noun_phrase(s, inner.end() if inner else trig.end)
         if phrase and not phrase.lower().startswith(("by ", "over ", "on ", "and ")):
             return phrase
     for word, name in _ADJ_METRIC.items():
         if trigger.endswith(word):
             return name
-    if "performance" in s[max(0, m.start() - 30) : m.end() + 30].lower():
+    if "performance" in s[max(0, trig.start - 30) : trig.end + 30].lower():
         return "performance"
     return None
 
 
-def _qualitative_comparison(s: str, m: re.Match[str]) -> str | None:
-    trigger = m.group("trigger").lower()
-    pos = m.end()
+def _qualitative_comparison(s: str, trig: _Trigger) -> str | None:
+    trigger = trig.text.lower()
+    pos = trig.end
     if _COMPARE_TRIGGER.match(trigger):
         chained = CHAINED_VERB.match(s, pos)
         pos = chained.end() if chained else pos
@@ -454,4 +509,4 @@ def _qualitative_comparison(s: str, m: re.Match[str]) -> str | None:
         phrase = noun_phrase(s, perf.end() if perf else pos)
         if phrase:
             return phrase
-    return comparison_in(s[m.end() :]) or sentence_comparison(s)
+    return comparison_in(s[trig.end :]) or sentence_comparison(s)

@@ -34,10 +34,12 @@ from pipeline.offline.claim_qualitative import qualitative_claims
 from pipeline.offline.claim_text import (
     FIRST_PERSON,
     LEADING_JUNK,
+    Caseless,
     after_lead_in,
     background_before,
     cap_span,
     clause_spans,
+    contains_any,
     extend_short,
     item_span,
     narrow_between_hits,
@@ -75,44 +77,43 @@ _PRIOR_SUBJECT = re.compile(
 )
 
 _OTHERS_WORK_WORDS = ("proposed", "introduced by", "developed by")
-_OWN_WORK = re.compile(
+_OWN_WORK = Caseless(
     r"\b(?:we|our|ours|this\s+(?:paper|work|study|article)|in\s+this\s+(?:paper|work)|here,?\s+we)\b",
-    _I,
+    needs=("we", "our", "this"),
 )
 
-_OTHERS_WORK = re.compile(
-    r"\b(?:recent(?:ly)?\s+proposed|proposed\s+by|introduced\s+by|developed\s+by)\b", _I
+_OTHERS_WORK = Caseless(
+    r"\b(?:recent(?:ly)?\s+proposed|proposed\s+by|introduced\s+by|developed\s+by)\b"
 )
 
 _RELATIVE = re.compile(r"\s*(?:which|who|that|whose)\b", _I)
 
 _PRIOR_MENTION = re.compile(r"\b(?:prior|previous|existing|earlier|et al)\b", _I)
 
-_METHOD_SENTENCE = re.compile(
+_METHOD_SENTENCE = Caseless(
     r"\b(?:we|this (?:paper|work|study))\s+(?:\w+ly\s+|then\s+|also\s+|further\s+|first\s+)?"
     r"(?:propose|introduce|present|develop|design|describe|formalize|define|construct|build"
     r"|provide|offer|leverage|adapt|use|train|fine-tune|finetune|sample|collect|curate|release"
     r"|mask|set|select|apply|adopt|employ|create|generate|annotate|prune|freeze|consider|study"
     r"|investigate|benchmark|evaluate|test|analy[sz]e|scale|extend|derive|formulate|model)\b",
-    _I,
+    needs=("we", "this"),
 )
 
-_PASSIVE_METHOD = re.compile(
-    r"\b(?:is|are|was|were)\s+(?:\w+ly\s+)?(?:trained|evaluated|tested)\s+on\b", _I
+_PASSIVE_METHOD = Caseless(
+    r"\b(?:is|are|was|were)\s+(?:\w+ly\s+)?(?:trained|evaluated|tested)\s+on\b",
+    needs=("trained", "evaluated", "tested"),
 )
 
-_SETUP_SENTENCE = re.compile(
+_SETUP_SENTENCE = Caseless(
     r"\b(?:contains?|consists?\s+of|comprises?|comprising|covering|covers|includes?|including"
-    r"|spanning|spans|composed\s+of|collected|curated|annotated)\b",
-    _I,
+    r"|spanning|spans|composed\s+of|collected|curated|annotated)\b"
 )
 
-_RESULT_CUE = re.compile(
+_RESULT_CUE = Caseless(
     r"\b(?:achiev|improv|outperform|surpass|exceed|gain|boost|increas|decreas|reduc|lower"
     r"|higher|faster|speed|accura|recall|precision|error|score|success|agreement|better|worse"
     r"|drop|recover|retain|match|reach|attain|yield|deliver|beat|up to|more than|less than"
-    r"|relative|compared|versus|show|demonstrat|find|found|reveal|observ|cases)",
-    _I,
+    r"|relative|compared|versus|show|demonstrat|find|found|reveal|observ|cases)"
 )
 
 _SUMMARY_OPENER = re.compile(
@@ -129,7 +130,7 @@ def extract_claims(text: str, max_claims: int = 12) -> list[dict[str, Any]]:
         return []
     sentences = _sentences(text[:_MAX_CHARS])
     found: list[tuple[int, int, dict[str, Any]]] = []
-    first_own = next((i for i, s in enumerate(sentences) if _OWN_WORK.search(s)), 0)
+    first_own = next((i for i, s in enumerate(sentences) if _OWN_WORK.found(s)), 0)
     for idx, sentence in enumerate(sentences):
         if idx < first_own or _is_background_sentence(sentence, idx, len(sentences)):
             continue  # context comes before the paper first speaks of its own work
@@ -174,10 +175,11 @@ def _select(found: list[tuple[int, int, dict[str, Any]]], limit: int) -> list[di
 
 
 def _sentences(text: str) -> list[str]:
+    if text.isascii() or not _CJK_END.search(text):
+        return split_sentences(text)
     out: list[str] = []
-    ascii_only = text.isascii()
     for sentence in split_sentences(text):
-        if not ascii_only and _CJK_END.search(sentence):  # split_sentences is Latin-only
+        if _CJK_END.search(sentence):  # split_sentences is Latin-only
             out.extend(p.strip() for p in _CJK_SPLIT.split(sentence) if p.strip())
         else:
             out.append(sentence)
@@ -187,11 +189,11 @@ def _sentences(text: str) -> list[str]:
 def _is_background_sentence(sentence: str, idx: int, total: int) -> bool:
     if sentence.endswith("?"):
         return True
-    if idx == 0 and total >= 3 and not FIRST_PERSON.search(sentence):
+    if idx == 0 and total >= 3 and not FIRST_PERSON.found(sentence):
         return True  # an abstract opens with context, not results
     low = sentence.lower()
-    others = any(x in low for x in _OTHERS_WORK_WORDS)
-    if others and _OTHERS_WORK.search(sentence) and not FIRST_PERSON.search(sentence):
+    others = contains_any(low, _OTHERS_WORK_WORDS)
+    if others and _OTHERS_WORK.found(sentence) and not FIRST_PERSON.found(sentence):
         return True  # "..., a recently proposed method, can compress ... (0.1% of ...)"
     return bool(_PRIOR_SUBJECT.search(sentence))
 
@@ -205,12 +207,12 @@ def _about_others(sentence: str, pos: int) -> bool:
         clause > 0
         and _RELATIVE.match(sentence, clause + 1)
         and _PRIOR_MENTION.search(sentence, 0, clause)
-        and not FIRST_PERSON.search(sentence, 0, pos)
+        and not FIRST_PERSON.found(sentence, 0, pos)
     )
 
 
 def _quantitative(sentence: str) -> list[tuple[int, dict[str, Any]]]:
-    if not _DIGIT.search(sentence):
+    if not _has_digit(sentence):
         return []
     hits = [h for h in scan_numbers(sentence) if not _about_others(sentence, h.start)]
     if not hits or _describes_method(sentence, hits[0]):
@@ -226,11 +228,17 @@ def _quantitative(sentence: str) -> list[tuple[int, dict[str, Any]]]:
     return out
 
 
+def _has_digit(s: str) -> bool:
+    if s.isascii():
+        return contains_any(s, "0123456789")  # faster than the regex
+    return _DIGIT.search(s) is not None
+
+
 def _describes_method(sentence: str, first: Hit) -> bool:
     """A method or setup sentence ('we mask 15% of tokens') with no result cue near its numbers."""
-    if _METHOD_SENTENCE.search(sentence) or _PASSIVE_METHOD.search(sentence, 0, first.start):
-        return not _RESULT_CUE.search(sentence, max(0, first.start - 60))
-    return bool(_SETUP_SENTENCE.search(sentence)) and not _RESULT_CUE.search(sentence)
+    if _METHOD_SENTENCE.found(sentence) or _PASSIVE_METHOD.found(sentence, 0, first.start):
+        return not _RESULT_CUE.found(sentence, max(0, first.start - 60))
+    return _SETUP_SENTENCE.found(sentence) and not _RESULT_CUE.found(sentence)
 
 
 def _quantitative_claim(

@@ -31,13 +31,13 @@ text (never a fragment cut before its head noun, a verb or an infinitive).
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections import defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import compress
-from operator import or_
-from typing import NamedTuple
+from operator import and_, or_
+from typing import Generic, NamedTuple, TypeVar
 
 from pipeline.offline import tag_rules
 from pipeline.taxonomy import Taxonomy
@@ -76,6 +76,12 @@ MAX_PHRASE_KEYWORDS = 2  # repeated noun phrases fill at most this many keyword 
 _TOKEN = re.compile(r"\w+")
 _NEGATORS = frozenset({"no", "without", "not", "nor"})
 _SPLIT = re.compile(r"(\w+)")
+_SPLIT_ASCII = re.compile(r"([0-9A-Z_a-z]+)")  # `_SPLIT` on ASCII text, faster
+
+
+def _is_word_char(char: str) -> bool:
+    """What the regex class `\\w` matches (for one character, or False for none)."""
+    return char.isalnum() or char == "_"
 
 
 def _wordset(words: str) -> frozenset[str]:
@@ -83,14 +89,16 @@ def _wordset(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
-_SENT_END = re.compile(r"[.!?](?=[\"')\]]?\s+[\"'(\[]?[A-Z0-9])|[。！？]")
+# A full stop before a capital or digit, or a CJK full stop; one leading character class lets
+# the regex engine skip straight to candidates.
+_SENT_END = re.compile(r"[.!?。！？](?:(?<=[.!?])(?=[\"')\]]?\s+[\"'(\[]?[A-Z0-9])|(?<=[。！？]))")
 # Trailing words that do not change what an acronym's long form denotes.
 _GENERIC_TAIL = _wordset("method model approach framework technique algorithm system")
 
 
 def _is_abbrev(token: str) -> bool:
     """True for tokens with a capital after the first character: GNN, NeRF, LoRA, 3D."""
-    return any(c.isupper() for c in token[1:])
+    return any(map(str.isupper, token[1:]))
 
 
 def _stem(word: str) -> str:
@@ -122,18 +130,24 @@ def _token_forms(token: str) -> tuple[str, str, str, str]:
     return ci, ci, low, ""
 
 
-class _FormsCache(dict[str, tuple[str, str, str, str]]):
-    """Token -> `_token_forms(token)`, filled on demand; a plain dict lookup on a hit."""
+_V = TypeVar("_V")
 
-    def __missing__(self, token: str) -> tuple[str, str, str, str]:
-        if len(self) >= _FORMS_CACHE_SIZE:
+
+class _Memo(dict[str, _V], Generic[_V]):
+    """Word -> `function(word)`, filled on demand; a plain dict lookup on a hit."""
+
+    def __init__(self, function: Callable[[str], _V], size: int = 1 << 16) -> None:
+        super().__init__()
+        self.function, self.size = function, size
+
+    def __missing__(self, word: str) -> _V:
+        if len(self) >= self.size:
             self.clear()
-        forms = self[token] = _token_forms(token)
-        return forms
+        value = self[word] = self.function(word)
+        return value
 
 
-_FORMS_CACHE_SIZE = 1 << 16
-_forms = _FormsCache().__getitem__
+_forms = _Memo(_token_forms).__getitem__
 
 
 def _phrase_variants(phrase: str) -> list[tuple[bool, tuple[str, ...]]]:
@@ -149,6 +163,25 @@ def _phrase_variants(phrase: str) -> list[tuple[bool, tuple[str, ...]]]:
             joined = phrase.replace(chunk, chunk.replace("-", ""))
             variants.append(tuple(_forms(t)[slot] for t in _TOKEN.findall(joined)))
     return [(sensitive, v) for v in dict.fromkeys(variants)]
+
+
+# What the analysis needs of one token, computed once per distinct token: `_token_forms`
+# (case-sensitive form, case-insensitive form, lowercase, family suffix), whether a matcher's
+# phrase key is the token or starts with it, whether the token can be a phrase keyword's word
+# on its own (`_in_phrase`) and whether a contribution cue starts with it.
+_Row = tuple[str, str, str, str, int, bool, bool]
+_NO_KEY, _KEY_START, _WHOLE_KEY = 0, 1, 2
+_Strs = tuple[str, ...]
+_Bools = tuple[bool, ...]
+_Columns = tuple[_Strs, _Strs, _Strs, _Strs, tuple[int, ...], _Bools, _Bools]
+
+
+def _columns(rows: list[_Row]) -> _Columns:
+    """The rows of a token sequence as columns."""
+    if not rows:
+        return (), (), (), (), (), (), ()
+    cs, ci, low, family, start, in_phrase, cue = zip(*rows, strict=True)
+    return cs, ci, low, family, start, in_phrase, cue
 
 
 class Mention(NamedTuple):
@@ -208,41 +241,69 @@ class Matcher:
         starts[key[0]] = tuple(sorted(lengths, reverse=True))
 
     @cached_property
+    def weak_tags(self) -> frozenset[str]:
+        """Tags with a weak phrase."""
+        return frozenset(tag_id for tag_id, _key in self.weak)
+
+    @cached_property
+    def cue_words(self) -> dict[str, frozenset[str]]:
+        """Tag id -> its one-token cues."""
+        return {t: frozenset(c[0] for c in cues if len(c) == 1) for t, cues in self.cues.items()}
+
+    @cached_property
+    def cue_phrases(self) -> dict[str, tuple[str, ...]]:
+        """Tag id -> its other cues, as ' w1 w2 ' to find in the space-joined tokens."""
+        phrases = {
+            t: tuple(f" {' '.join(c)} " for c in cues if len(c) != 1)
+            for t, cues in self.cues.items()
+        }
+        return {t: p for t, p in phrases.items() if p}
+
+    @cached_property
     def order(self) -> dict[str, int]:
         """Tag id -> position in the taxonomy file (the last tie-breaker)."""
         return {tag_id: k for k, tag_id in enumerate(self.taxonomy.tags)}
 
     @cached_property
-    def _heads(self) -> tuple[set[str], set[str], set[tuple[str, ...]], set[tuple[str, ...]]]:
-        """One-token keys and first two tokens of longer keys (case-sensitive, insensitive)."""
-        return (
-            {key[0] for key in self.cs_index if len(key) == 1},
-            {key[0] for key in self.ci_index if len(key) == 1},
-            {key[:2] for key in self.cs_index if len(key) > 1},
-            {key[:2] for key in self.ci_index if len(key) > 1},
-        )
+    def rows(self) -> _Memo[_Row]:
+        """Token -> its `_Row`, memoized (a plain dict lookup for a token seen before)."""
+        return _Memo(self._row)
+
+    def _row(self, token: str) -> _Row:
+        """The token's `_Row`."""
+        cs, ci, low, family = _forms(token)
+        if (cs,) in self.cs_index or (ci,) in self.ci_index:
+            start = _WHOLE_KEY
+        else:
+            start = _KEY_START if cs in self.cs_starts or ci in self.ci_starts else _NO_KEY
+        return cs, ci, low, family, start, _in_phrase(low), low in _CUES_BY_NEXT
+
+    @cached_property
+    def _two_heads(self) -> frozenset[tuple[str, ...]]:
+        """The first two tokens of every key longer than one token (either index: a start
+        test may pass more positions than needed, `_longest` decides)."""
+        return frozenset(key[:2] for key in (*self.cs_index, *self.ci_index) if len(key) > 1)
 
     def scan(
-        self, cs: tuple[str, ...], ci: tuple[str, ...], aliases: dict[str, str]
+        self,
+        cs: tuple[str, ...],
+        ci: tuple[str, ...],
+        starts: tuple[int, ...],
+        aliases: dict[str, str],
     ) -> list[Mention]:
-        """Longest-match, left-to-right mentions over token forms (unweighted)."""
+        """Longest-match, left-to-right mentions over token forms (unweighted); `starts` is
+        the `_Row` start column of the tokens."""
         out: list[Mention] = []
-        starts = map(
-            or_, map(self.cs_starts.__contains__, cs), map(self.ci_starts.__contains__, ci)
-        )
-        if aliases:
-            starts = map(or_, starts, map(aliases.__contains__, cs))
-        cs_one, ci_one, cs_two, ci_two = self._heads
+        candidates = map(or_, starts, map(aliases.__contains__, cs)) if aliases else starts
+        two = self._two_heads
         size, covered = len(cs), 0
-        for i in compress(range(size), starts):
+        for i in compress(range(size), candidates):
             if i < covered:
                 continue
             hit = None
             j = i + 1  # most starts begin no phrase: check the first two tokens before searching
-            if (
-                cs[i] in cs_one
-                or ci[i] in ci_one
-                or (j < size and ((cs[i], cs[j]) in cs_two or (ci[i], ci[j]) in ci_two))
+            if starts[i] == _WHOLE_KEY or (
+                j < size and ((ci[i], ci[j]) in two or (cs[i], cs[j]) in two)
             ):
                 hit = self._longest(cs, ci, i)
             if hit is None and cs[i] in aliases:
@@ -253,33 +314,36 @@ class Matcher:
         return out
 
     def _longest(self, cs: tuple[str, ...], ci: tuple[str, ...], i: int) -> tuple[str, int] | None:
-        """The (tag, length) of the longest phrase starting at token i, if any."""
+        """The (tag, length) of the longest phrase starting at token i, if any (of two as long,
+        the case-sensitive one)."""
         best: tuple[str, int] | None = None
-        for seq, index, starts in (
-            (cs, self.cs_index, self.cs_starts),
-            (ci, self.ci_index, self.ci_starts),
-        ):
-            for n in starts.get(seq[i], ()):
-                if best is not None and n <= best[1]:
-                    break
-                if i + n > len(seq):
-                    continue
-                tag_id = index.get(seq[i : i + n])
-                if tag_id is not None:
-                    best = (tag_id, n)
-                    break
+        for n in self.cs_starts.get(cs[i], ()):  # lengths, longest first
+            tag_id = self.cs_index.get(cs[i : i + n]) if i + n <= len(cs) else None
+            if tag_id is not None:
+                best = (tag_id, n)
+                break
+        for n in self.ci_starts.get(ci[i], ()):
+            if best is not None and n <= best[1]:
+                break
+            tag_id = self.ci_index.get(ci[i : i + n]) if i + n <= len(ci) else None
+            if tag_id is not None:
+                return tag_id, n
         return best
 
     def tag_of_phrase(self, phrase: str) -> str | None:
         """The tag whose one phrase spans all of `phrase` (or all but a generic last word)."""
         tokens = _TOKEN.findall(phrase)
+        if not tokens:
+            return None
+        cs, ci, _low, _family = zip(*map(_forms, tokens), strict=True)
         for size in (len(tokens), len(tokens) - 1):
-            if size < 1 or (size < len(tokens) and _forms(tokens[-1])[1] not in _GENERIC_TAIL):
+            if size < 1 or (size < len(tokens) and ci[-1] not in _GENERIC_TAIL):
                 continue
-            forms = [_forms(t) for t in tokens[:size]]
-            found = self.scan(tuple(f[0] for f in forms), tuple(f[1] for f in forms), {})
-            if len(found) == 1 and found[0].end - found[0].start == size:
-                return found[0].tag
+            # `scan` finds one mention spanning the tokens iff they are a key (the
+            # case-sensitive index first, as in `_longest`)
+            tag_id = self.cs_index.get(cs[:size]) or self.ci_index.get(ci[:size])
+            if tag_id is not None:
+                return tag_id
         return None
 
     def mentions(self, text: str) -> list[Mention]:
@@ -293,17 +357,14 @@ class _Analysis:
     def __init__(self, matcher: Matcher, text: str) -> None:
         """Tokenize, find definitions and aliases, and weigh the taxonomy mentions."""
         self.text = text
-        parts = _SPLIT.split(text)
-        self.tokens, self.seps = parts[1::2], parts[0::2]  # seps[i] precedes tokens[i]
-        forms = list(map(_forms, self.tokens))
-        self.lower: tuple[str, ...]
-        families: tuple[str, ...]
-        cs, ci, self.lower, families = (
-            (tuple(col) for col in zip(*forms, strict=True)) if forms else ((), (), (), ())
+        parts = (_SPLIT_ASCII if text.isascii() else _SPLIT).split(text)
+        self.gaps = parts[2::2]  # gaps[i] follows token i
+        cs, ci, self.lower, families, starts, self.in_phrase, self.cue_starts = _columns(
+            list(map(matcher.rows.__getitem__, parts[1::2]))
         )
         self.definitions = _definitions(text)
         self.aliases = _aliases(matcher, self.definitions)
-        found = matcher.scan(cs, ci, self.aliases)
+        found = matcher.scan(cs, ci, starts, self.aliases)
         if matcher.families and any(families):
             found = _with_families(found, families, matcher.families)
         found = [m for m in found if not self._cancelled(m)]
@@ -316,7 +377,7 @@ class _Analysis:
         before = lower[max(0, start - 2) : start]
         if not _NEGATORS.isdisjoint(before):
             return True
-        if m.end < len(lower) and self.seps[m.end] == "-" and lower[m.end] in _SUFFIX_BLOCKERS:
+        if m.end < len(lower) and self.gaps[m.end - 1] == "-" and lower[m.end] in _SUFFIX_BLOCKERS:
             return True
         if not before or before[-1] not in _PASSING_LAST:
             return False
@@ -360,24 +421,21 @@ def _in_context(
     strong: set[str] = set()
     weak_tags: set[str] = set()
     for m in found:
-        key = (m.tag, ci[m.start : m.end])
-        if key in weak or (m.tag, cs[m.start : m.end]) in weak:
+        if m.tag in matcher.weak_tags and (
+            (m.tag, ci[m.start : m.end]) in weak or (m.tag, cs[m.start : m.end]) in weak
+        ):
             weak_tags.add(m.tag)
         else:
             strong.add(m.tag)
     unsupported = weak_tags - strong
     if not unsupported:
         return found
-    words = set(ci)
-    joined = f" {' '.join(ci)} "
-    backed = {
-        t
-        for t in unsupported
-        if any(
-            (cue[0] in words) if len(cue) == 1 else f" {' '.join(cue)} " in joined
-            for cue in matcher.cues.get(t, ())
-        )
-    }
+    cue_words, cue_phrases = matcher.cue_words, matcher.cue_phrases
+    backed = {t for t in unsupported if not cue_words.get(t, frozenset()).isdisjoint(ci)}
+    phrased = [t for t in unsupported - backed if t in cue_phrases]
+    if phrased:
+        joined = f" {' '.join(ci)} "
+        backed.update(t for t in phrased if any(p in joined for p in cue_phrases[t]))
     dropped = unsupported - backed
     if not dropped:
         return found
@@ -409,8 +467,19 @@ def _lead_bounds(text: str) -> tuple[int, int]:
         if k == 1:
             lead_end = m.end()
             break
-    n_title = len(_TOKEN.findall(text, 0, title_end)) if title_end else 0
-    return n_title, n_title + len(_TOKEN.findall(text, title_end, lead_end))
+    n_title = _count_tokens(text[:title_end]) if title_end else 0
+    return n_title, n_title + _count_tokens(text[title_end:lead_end])
+
+
+# Bytes of non-word characters -> space: the words of an ASCII text are then its `split()`.
+_ASCII_SPACES = bytes(c if c < 128 and _is_word_char(chr(c)) else 32 for c in range(256))
+
+
+def _count_tokens(text: str) -> int:
+    """len(_TOKEN.findall(text)), without building a match per token on ASCII text."""
+    if text.isascii():
+        return len(text.encode("ascii").translate(_ASCII_SPACES).split())
+    return len(_TOKEN.findall(text))
 
 
 def _weigh(spans: list[Mention], text: str) -> list[Mention]:
@@ -430,7 +499,7 @@ def _weigh(spans: list[Mention], text: str) -> list[Mention]:
 # Acronym definitions ------------------------------------------------------------------------
 
 _DEF = re.compile(r"\(\s*([A-Za-z][A-Za-z0-9\-]{0,14})\s*\)")
-_MARKUP = re.compile(r"[*_`$\\{}\"“”]")
+_MARKUP = str.maketrans("", "", '*_`$\\{}"“”')  # deleted from a long form's words
 _STOP = _wordset(
     """a an the of to in on for and or with by from as at is are was were be this that these
     those it its we our their which via using based into over under between through"""
@@ -439,7 +508,7 @@ _STOP = _wordset(
 
 def _is_acronym(token: str) -> bool:
     """Two or more capitals: FS-KAN, MCbiF, AnD."""
-    return sum(c.isupper() for c in token) >= 2
+    return not token.islower() and sum(map(str.isupper, token)) >= 2
 
 
 def _initials(words: list[str]) -> str:
@@ -452,10 +521,13 @@ def _initials(words: list[str]) -> str:
     return "".join(out)
 
 
-def _initials_score(words: list[str], letters: str) -> int:
-    """How well a candidate long form spells the acronym: matched minus unmatched initials."""
+_word_initials = _Memo(lambda word: _initials([word]))
+
+
+def _initials_score(initials: str, letters: str) -> int:
+    """How well a candidate long form's `_initials` spell the acronym: matched minus unmatched."""
     score, pos = 0, 0
-    for ch in _initials(words):
+    for ch in initials:
         found = letters.find(ch, pos)
         if found < 0:
             score -= 1
@@ -466,17 +538,19 @@ def _initials_score(words: list[str], letters: str) -> int:
 
 def _long_form(before: str, acronym: str) -> str | None:
     """The 1-4 words before '(ACR)' that best spell the acronym, starting with its first letter."""
-    raw = before.split()[-4:]
-    words = [_MARKUP.sub("", w) for w in raw]
-    letters = "".join(c for c in acronym.lower() if c.isalnum())
+    raw = before.rsplit(maxsplit=4)[-4:]  # the last 4 words
+    words = [w if w.isalnum() else w.translate(_MARKUP) for w in raw]
+    letters = "".join(filter(str.isalnum, acronym.lower()))
     best: tuple[int, int] | None = None
+    initials = ""  # of words[-k:]
     for k in range(1, len(words) + 1):
         head = words[-k]
         if not head or not head[0].isalnum() or (k > 1 and raw[-k][-1] in ",;:.!?)]"):
             break  # a long form does not cross punctuation
+        initials = _word_initials[head] + initials
         if head[0].lower() != letters[0] or head.lower() in _STOP:
             continue
-        score = _initials_score(words[-k:], letters)
+        score = _initials_score(initials, letters)
         if score > 0 and (best is None or score > best[0]):
             best = (score, k)
     return " ".join(words[-best[1] :]) if best else None
@@ -593,9 +667,12 @@ _CJK_CUES: list[tuple[str, tuple[str, ...], float]] = [
 ]
 
 
-def _cue_index() -> dict[str, list[tuple[int, tuple[frozenset[str], ...], int]]]:
+_Cue = tuple[int, tuple[frozenset[str], ...], int]  # (cue number, remaining slots, window)
+
+
+def _cue_index() -> dict[str, list[_Cue]]:
     """First word -> [(cue number, remaining slots, window)] over _SEQ_CUES then _WINDOW_CUES."""
-    index: dict[str, list[tuple[int, tuple[frozenset[str], ...], int]]] = {}
+    index: dict[str, list[_Cue]] = {}
     for k, (_tag, slots, _w) in enumerate(_SEQ_CUES):
         for word in _words(slots[0]):
             index.setdefault(word, []).append((k, tuple(_words(s) for s in slots[1:]), 0))
@@ -605,36 +682,53 @@ def _cue_index() -> dict[str, list[tuple[int, tuple[frozenset[str], ...], int]]]
     return index
 
 
+def _by_next_word(cues: list[_Cue]) -> dict[str | None, tuple[_Cue, ...]]:
+    """Next word -> the cues that may fire before it, in cue order (None: any other word)."""
+
+    def needs_next(cue: _Cue) -> bool:
+        return not cue[2] and bool(cue[1])
+
+    words = {word for cue in cues if needs_next(cue) for word in cue[1][0]}
+    table: dict[str | None, tuple[_Cue, ...]] = {
+        word: tuple(c for c in cues if not needs_next(c) or word in c[1][0]) for word in words
+    }
+    table[None] = tuple(c for c in cues if not needs_next(c))
+    return table
+
+
 _CUE_INDEX = _cue_index()
+_CUES_BY_NEXT = {word: _by_next_word(cues) for word, cues in _CUE_INDEX.items()}
 _CUE_TAGS = [(tag, w) for tag, _s, w in _SEQ_CUES] + [(c[0], c[4]) for c in _WINDOW_CUES]
 _ONCE_CUES = {k: 1 for k, (_t, slots, _w) in enumerate(_SEQ_CUES) if slots[-1] == "bound|bounds"}
 
 
-def _cue_hits(lower: tuple[str, ...]) -> Counter[int]:
-    """Cue number -> times it fires in the lowercase tokens."""
-    hits: Counter[int] = Counter()
+def _cue_hits(lower: tuple[str, ...], cue_starts: tuple[bool, ...]) -> dict[int, int]:
+    """Cue number -> times it fires in the lowercase tokens (in the order they first fire);
+    `cue_starts[i]`: a cue starts with token i."""
+    hits: dict[int, int] = {}
     n = len(lower)
-    for i in compress(range(n), map(_CUE_INDEX.__contains__, lower)):
+    for i in compress(range(n), cue_starts):
         j = i + 1  # skip one adverb: "we also propose", "this paper systematically studies"
         if j < n and len(lower[j]) > 3 and lower[j].endswith("ly") and lower[j] not in _CUE_INDEX:
             j += 1
-        for k, rest, window in _CUE_INDEX[lower[i]]:
+        by_next = _CUES_BY_NEXT[lower[i]]
+        for k, rest, window in by_next.get(lower[j], by_next[None]) if j < n else by_next[None]:
             if window:
                 if not rest[0].isdisjoint(lower[i + 1 : i + 1 + window]):
-                    hits[k] += 1
+                    hits[k] = hits.get(k, 0) + 1
             elif not rest or (
                 j + len(rest) <= n
                 and lower[j] in rest[0]
                 and all(lower[j + q] in s for q, s in enumerate(rest[1:], 1))
             ):
-                hits[k] += 1
+                hits[k] = hits.get(k, 0) + 1
     return hits
 
 
 def _contribution_scores(analysis: _Analysis, tax: Taxonomy) -> dict[str, float]:
     """Contribution-type scores from cues plus weak phrase mentions ('benchmark', 'analysis')."""
     scores: defaultdict[str, float] = defaultdict(float)
-    for k, count in _cue_hits(analysis.lower).items():
+    for k, count in _cue_hits(analysis.lower, analysis.cue_starts).items():
         tag_id, weight = _CUE_TAGS[k]
         scores[tag_id] += weight * min(count, _ONCE_CUES.get(k, MAX_CUE_HITS))
     if not analysis.text.isascii():
@@ -669,12 +763,13 @@ def _topical(analysis: _Analysis, matcher: Matcher) -> list[str]:
     """The strongest non-contribution tags, best first (at least one if any was mentioned)."""
     facet_of = matcher.taxonomy.facet_of
     scores: defaultdict[str, float] = defaultdict(float)
-    seen: Counter[str] = Counter()
+    seen: dict[str, int] = {}
     first: dict[str, int] = {}
     for m in analysis.mentions:
         if facet_of[m.tag] != CONTRIBUTION_FACET:
-            scores[m.tag] += m.weight * REPEAT_DECAY ** seen[m.tag]
-            seen[m.tag] += 1
+            k = seen.get(m.tag, 0)
+            scores[m.tag] += m.weight * REPEAT_DECAY**k
+            seen[m.tag] = k + 1
             first.setdefault(m.tag, m.start)
     ranked = _rank(scores, first, matcher.order)
     if not ranked:
@@ -717,11 +812,6 @@ _NAME_SUFFIX = re.compile(
 _GENERIC_ACRONYMS = _wordset("AI ML DL NN NNs DNN DNNs ANN SOTA API GPU GPUs CPU TPU")
 
 
-def _is_word_char(char: str) -> bool:
-    """What the regex class `\\w` matches (for one character, or False for none)."""
-    return char.isalnum() or char == "_"
-
-
 def _uses(text: str, word: str) -> int:
     """Occurrences of `word` in `text` as a whole token (not after a hyphen).
 
@@ -757,16 +847,20 @@ def _name_keywords(
 ) -> dict[str, tuple[float, int]]:
     """Model/dataset names (inner capitals or digits: Llama-3.2-1B, HSSBench), scored by count."""
     text = analysis.text
-    names: Counter[str] = Counter()
+    names: dict[str, int] = {}
     for m in _NAME.finditer(text):
-        if m.start() and (text[m.start() - 1].isalnum() or text[m.start() - 1] in "-_"):
+        start = m.start()
+        if start and (text[start - 1].isalnum() or text[start - 1] in "-_"):
             continue
-        names[_NAME_SUFFIX.sub("", m.group())] += 1
+        name = m.group()
+        if "-" in name:
+            name = _NAME_SUFFIX.sub("", name)
+        names[name] = names.get(name, 0) + 1
     out: dict[str, tuple[float, int]] = {}
     for name, count in names.items():
         if len(name) < 3 or name in _GENERIC_ACRONYMS or _norm_abbrev(name).lower() in seen:
             continue
-        if (count >= 2 or any(c.isdigit() for c in name)) and not matcher.tag_of_phrase(name):
+        if (count >= 2 or any(map(str.isdigit, name))) and not matcher.tag_of_phrase(name):
             out[name] = (float(count), text.find(name))
     return out
 
@@ -839,40 +933,69 @@ def _phrase(words_and_seps: tuple[str, ...]) -> str | None:
 
 def _repeated_phrases(analysis: _Analysis) -> list[str]:
     """Lowercase 2-3 word content phrases used at least twice, most salient first."""
-    low, gaps = analysis.lower, analysis.seps[1:]  # gaps[i] lies between tokens i and i+1
-    repeated = {k for k, c in Counter(zip(low, gaps, low[1:], strict=False)).items() if c > 1}
+    low, gaps = analysis.lower, analysis.gaps  # gaps[i] lies between tokens i and i+1
+    glued = set(compress(range(len(gaps)), map(_JOINERS.__contains__, gaps)))
+    repeated = _repeated_pairs(low, gaps, analysis.in_phrase, glued)
     if not repeated:
         return []
-    grams = _free_ngrams(low, gaps, repeated)
-    cands: Counter[str] = Counter()
+    grams = _free_ngrams(low, gaps, repeated, glued)
+    cands: dict[str, int] = {}
     for key, count in grams.items():
         phrase = _phrase(key)
         if phrase:
-            cands[phrase] += count
-    cands = Counter({p: c for p, c in cands.items() if c > 1})
+            cands[phrase] = cands.get(phrase, 0) + count
+    cands = {p: c for p, c in cands.items() if c > 1}
     # A phrase inside an equally frequent longer one is the same keyword.
     keep = [p for p in cands if not any(p != q and p in q and cands[q] >= cands[p] for q in cands)]
     lower = analysis.text.lower()
     return sorted(keep, key=lambda p: (-cands[p] * len(p.split()), lower.find(p)))
 
 
+def _in_phrase(word: str) -> bool:
+    """A lowercase token that can be a word of a phrase on its own (see `_phrase`)."""
+    return _is_content(word) and word not in _VERBS
+
+
+def _repeated_pairs(
+    low: tuple[str, ...], gaps: list[str], in_phrase: tuple[bool, ...], glued: set[int]
+) -> set[int]:
+    """Positions i whose pair (token i, gap, token i+1) occurs at least twice (`glued`: the
+    positions of gaps that join two tokens into one word).
+
+    Only pairs of tokens that may be phrase words are counted: those that can stand alone
+    (`in_phrase`) and those glued into a compound somewhere in the text ("pre-trained"). The
+    test is on the words, not the position, so every occurrence of a pair counts alike; a pair
+    that fails it is in no gram that yields a `_phrase`.
+    """
+    n = len(low)
+    wordy: tuple[bool, ...] | list[bool] = in_phrase
+    loose = {low[i + k] for i in glued if i < n - 1 for k in (0, 1) if not in_phrase[i + k]}
+    if loose:
+        wordy = list(in_phrase)
+        for i in compress(range(n), map(loose.__contains__, low)):
+            wordy[i] = True
+    at: dict[tuple[str, str, str], list[int]] = {}
+    for i in compress(range(n - 1), map(and_, wordy, wordy[1:])):
+        at.setdefault((low[i], gaps[i], low[i + 1]), []).append(i)
+    return {i for places in at.values() if len(places) > 1 for i in places}
+
+
 def _free_ngrams(
-    low: tuple[str, ...], gaps: list[str], repeated: set[tuple[str, str, str]]
-) -> Counter[tuple[str, ...]]:
-    """Counts of repeated pairs and triples, skipping those glued into a compound word."""
+    low: tuple[str, ...], gaps: list[str], repeated: set[int], glued: set[int]
+) -> dict[tuple[str, ...], int]:
+    """Counts of repeated pairs and triples (`repeated`: where a repeated pair starts),
+    skipping those glued into a compound word."""
     # "negative pre" inside "negative pre-activations" is not a phrase of its own.
-    glued = [*map(_JOINERS.__contains__, gaps), False, False]
-    # is_repeated[i]: the pair of tokens i and i+1 is repeated (for i < len(low) - 1)
-    is_repeated = [*map(repeated.__contains__, zip(low, gaps, low[1:], strict=False)), False]
-    out: Counter[tuple[str, ...]] = Counter()
-    for i in compress(range(len(low) - 1), is_repeated):
-        if (i and glued[i - 1]) or not _starts_phrase(low, gaps, i):
+    out: dict[tuple[str, ...], int] = {}
+    for i in sorted(repeated):
+        if (i and i - 1 in glued) or not _starts_phrase(low, gaps, i):
             continue
         pair = (low[i], gaps[i], low[i + 1])
-        if not glued[i + 1] and _ends_phrase(low, gaps, i + 1):
-            out[pair] += 1
-        if is_repeated[i + 1] and not glued[i + 2] and _ends_phrase(low, gaps, i + 2):
-            out[(*pair, gaps[i + 1], low[i + 2])] += 1
+        if i + 1 not in glued and _ends_phrase(low, gaps, i + 1):
+            out[pair] = out.get(pair, 0) + 1
+        if i + 1 in repeated and i + 2 not in glued and _ends_phrase(low, gaps, i + 2):
+            triple = (*pair, gaps[i + 1], low[i + 2])
+            out[triple] = out.get(triple, 0) + 1
     return out
 
 
