@@ -36,12 +36,14 @@ from __future__ import annotations
 import html
 import json
 import re
-from operator import mul
+from functools import lru_cache
+from itertools import repeat
+from operator import itemgetter, mul
 from pathlib import Path
 from typing import NamedTuple
 
 from pipeline.offline import tldr_rules as rules
-from pipeline.offline.tldr_features import lexical_features, sentence_features
+from pipeline.offline.tldr_features import has_digit, lexical_features, sentence_features
 from pipeline.text import display_text, normalize_ws, numbers_in, split_sentences
 
 MAX_WORDS = 35
@@ -84,6 +86,13 @@ def _words(text: str) -> list[str]:
 
 def _rx(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE)
+
+
+def _lower_twin(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    """An _rx pattern without IGNORECASE, for lowercased ASCII text: there it finds the same
+    matches at the same places (ASCII lowercasing moves no character), faster."""
+    assert pattern.flags & re.IGNORECASE and pattern.pattern == pattern.pattern.lower()
+    return re.compile(pattern.pattern)
 
 
 # Openers that carry no content: "In this paper, we ...", "To this end, ...", "However, ...".
@@ -161,6 +170,8 @@ _OPEN_CLAUSE = _rx(
     r"\b(?:if|when|whenever|although|though|unless|once|whether|because|since|while|whereas"
     r"|not only|both|either|neither|between|from)\b"
 )
+_SHORT_CUTS_LOW = _lower_twin(_SHORT_CUTS)
+_OPEN_CLAUSE_LOW = _lower_twin(_OPEN_CLAUSE)
 # A hard cut (no clause boundary left) ends before one of these words, never after it.
 _BREAK_BEFORE = frozenset(
     _words(
@@ -228,6 +239,8 @@ _VARIANT_BOUND = _variant_bound(_VARIANT_WEIGHTS, _LEXICAL)
 _SENTENCE_NAMES = tuple(name for name in _DENSE if name not in _VARIANT_WEIGHTS)
 _SENTENCE_WEIGHTS = tuple(_DENSE[name] for name in _SENTENCE_NAMES)
 _ZEROS = (0.0,) * len(_SENTENCE_NAMES)
+# The weighted values of one row in one C call (a name missing from the rows: _sentence_scores).
+_SENTENCE_VALUES = itemgetter(*_SENTENCE_NAMES) if len(_SENTENCE_NAMES) > 1 else None
 _ONLY_W1 = all(name.startswith("w1:") for name in _LEXICAL)
 _LEXICAL_MAX = max([0.0, *_LEXICAL.values()]) if _ONLY_W1 else None
 
@@ -237,12 +250,21 @@ def _sentence_bound(sentence: str, background: bool) -> float:
     (at most its own, at most MAX_WORDS) and flags."""
     if _LEXICAL_MAX is None:
         return _VARIANT_BOUND
+    return _shape_bound(
+        sentence.count(" ") + 1, ":" in sentence, rules.has_raw_latex(sentence), background
+    )
+
+
+@lru_cache(maxsize=1024)
+def _shape_bound(n_source: int, colon: bool, latex: bool, background: bool) -> float:
+    """_sentence_bound of a sentence of n_source words, with or without a colon, raw LaTeX
+    and the background flag (memoized: only these decide it)."""
+    assert _LEXICAL_MAX is not None
     w = _VARIANT_WEIGHTS
-    n_source = sentence.count(" ") + 1
     kinds = max(w["cut_none"], w["cut_tail"], w["cut_short"], w["cut_second"])
     if n_source > MAX_WORDS:
         kinds = max(kinds, w["cut_hard"])
-    if ":" in sentence:
+    if colon:
         kinds = max(kinds, w["cut_list"])
     # max over n in 1..cap of a*n + b*n^2 (kept_words, kept_ratio, kept_sq).
     cap = min(n_source, MAX_WORDS)
@@ -253,13 +275,9 @@ def _sentence_bound(sentence: str, background: bool) -> float:
         peak = -a / (2 * b)
         ns.update(n for n in (int(peak), int(peak) + 1) if 1 <= n <= cap)
     length = max(a * n + b * n * n for n in ns)
-    latex = (
-        max(w["raw_latex"], 0.0)
-        if ("$" in sentence or "\\" in sentence or "{" in sentence or "}" in sentence)
-        else 0.0
-    )
+    raw_latex = max(w["raw_latex"], 0.0) if latex else 0.0
     flag = max(w["background_rule"], 0.0) if background else 0.0
-    return kinds + length + latex + flag + _LEXICAL_MAX + 1e-6
+    return kinds + length + raw_latex + flag + _LEXICAL_MAX + 1e-6
 
 
 def extract_tldr(text: str) -> str:
@@ -270,12 +288,12 @@ def extract_tldr(text: str) -> str:
         return _fallback(head)
     rows = sentence_features(sentences)
     flags = _sentence_flags(sentences, rows)
-    names, weights, zeros = _SENTENCE_NAMES, _SENTENCE_WEIGHTS, _ZEROS
-    sentence_scores = [sum(map(mul, map(row.get, names, zeros), weights)) for row in rows]
+    sentence_scores = _sentence_scores(rows)
     # Sentences in the order of their own score. A sentence whose best possible variant
     # (its score + _VARIANT_BOUND) cannot reach the best stand-alone variant found so far is
     # not expanded: the result is the same as expanding every sentence, only cheaper.
-    ranked = sorted(range(len(sentences)), key=lambda i: (-sentence_scores[i], i))
+    descending = [-score for score in sentence_scores]
+    ranked = sorted(range(len(sentences)), key=descending.__getitem__)  # (stable: ties by index)
     scored = []  # (sort key, variant)
     best0 = None  # sort key of the best tier-0 variant so far
     for i in ranked:
@@ -301,6 +319,18 @@ def extract_tldr(text: str) -> str:
         if tier < best_tier:
             best, best_tier = variant[1], tier
     return _grounded(best, head) or _fallback(head)
+
+
+def _sentence_scores(rows: list[dict[str, float]]) -> list[float]:
+    """The sentence features' part of each score (rows all have the same names)."""
+    weights = _SENTENCE_WEIGHTS
+    if _SENTENCE_VALUES is not None:
+        try:
+            return [sum(map(mul, _SENTENCE_VALUES(row), weights)) for row in rows]
+        except KeyError:  # a model feature that sentence_features does not give counts 0
+            pass
+    names, zeros = _SENTENCE_NAMES, _ZEROS
+    return [sum(map(mul, map(row.get, names, zeros), weights)) for row in rows]
 
 
 def _variant_score(variant: tuple) -> float:
@@ -441,14 +471,45 @@ def _clean(text: str) -> str:
     if "*" in text or "_" in text:
         text = _MARKDOWN.sub(lambda m: m.group(1) or m.group(2), text)
     text = rules.latex_to_text(text)
-    return normalize_ws(rules.strip_citations(text))
+    return _normalized(rules.strip_citations(text))
+
+
+def _normalized(text: str) -> str:
+    """normalize_ws(text), without its copy when the text is already normalized: ASCII, no
+    whitespace but single spaces (str.split() splits ASCII text on \\t-\\r, \\x1c-\\x1f and
+    spaces) and none at the ends."""
+    if (
+        text.isascii()
+        and "  " not in text
+        and "\n" not in text
+        and "\t" not in text
+        and "\r" not in text
+        and "\x0b" not in text
+        and "\x0c" not in text
+        and "\x1c" not in text
+        and "\x1d" not in text
+        and "\x1e" not in text
+        and "\x1f" not in text
+        and text[:1] != " "
+        and text[-1:] != " "
+    ):
+        return text
+    return normalize_ws(text)
 
 
 def _candidates(text: str) -> list[str]:
     """Sentences, CJK sentences and semicolon-separated clauses, capped in number and length."""
+    cjk = not text.isascii() and any(ch in text for ch in _CJK_ENDS)
+    sentences = split_sentences(text)
+    if (
+        not cjk
+        and ";" not in text
+        and "etc. " not in text
+        and max(map(str.count, sentences, repeat(" ")), default=0) < _MAX_SENTENCE_WORDS
+    ):
+        return sentences[:_MAX_SENTENCES]  # (what the loop below gives for such text)
     out: list[str] = []
-    cjk = any(ch in text for ch in _CJK_ENDS)
-    for sentence in split_sentences(text):
+    for sentence in sentences:
         pieces = _ETC_END.split(sentence) if "etc. " in sentence else [sentence]
         for part in pieces:
             if not cjk and ";" not in part and part.count(" ") < _MAX_SENTENCE_WORDS:
@@ -475,9 +536,9 @@ def _variants(sentence: str) -> list[tuple[str, str]]:
         head = rules.cut_before_list(fitted)
         if head:
             out.append((head, "cut_list"))
-    if " and " in base:
+    if " and " in base and base[:2].lower() == "we":
         m = _AND_PROPOSE.search(base)
-        if m and m.start() > 0 and base[:2].lower() == "we":
+        if m and m.start() > 0:
             second, _kind = _fit("We " + base[m.end() :])
             if second.count(" ") + 1 >= _MIN_CUT_WORDS:
                 out.append((second, "cut_second"))
@@ -501,19 +562,32 @@ def _variants(sentence: str) -> list[tuple[str, str]]:
                 out.append((head, "cut_short"))
     n_fitted = fitted.count(" ") + 1
     if n_fitted > _MIN_CUT_WORDS + 2:
-        shorter = []
-        for m in _SHORT_CUTS.finditer(fitted):
-            prefix = fitted[: m.start()]
-            n = prefix.count(" ") + 1
-            if _MIN_CUT_WORDS <= n <= n_fitted - 3 and not _open_clause(prefix):
-                shorter.append(prefix)
-        out += [(prefix, "cut_short") for prefix in shorter[-_MAX_SHORTER:]]
+        out += [(prefix, "cut_short") for prefix in _shorter(fitted, n_fitted)]
     return out
 
 
-def _open_clause(prefix: str) -> bool:
-    last = max(prefix.rfind(","), prefix.rfind(";"), prefix.rfind(":"))
-    return _OPEN_CLAUSE.search(prefix, last + 1) is not None
+def _shorter(fitted: str, n_fitted: int) -> list[str]:
+    """The last _MAX_SHORTER prefixes of `fitted` that end at a _SHORT_CUTS boundary, keep
+    _MIN_CUT_WORDS words to 3 fewer than `fitted` and leave no clause open, in text order
+    (looked for from the end, so the earlier boundaries are not checked)."""
+    if fitted.isascii():
+        text, cuts, open_clause = fitted.lower(), _SHORT_CUTS_LOW, _OPEN_CLAUSE_LOW
+    else:
+        text, cuts, open_clause = fitted, _SHORT_CUTS, _OPEN_CLAUSE
+    shorter: list[str] = []
+    for end in reversed([m.start() for m in cuts.finditer(text)]):
+        n = fitted.count(" ", 0, end) + 1
+        if _MIN_CUT_WORDS <= n <= n_fitted - 3 and not _open_clause(text, end, open_clause):
+            shorter.append(fitted[:end])
+            if len(shorter) == _MAX_SHORTER:
+                break
+    return shorter[::-1]
+
+
+def _open_clause(text: str, end: int, pattern: re.Pattern[str]) -> bool:
+    """The last clause of text[:end] opens a condition or concession."""
+    last = max(text.rfind(",", 0, end), text.rfind(";", 0, end), text.rfind(":", 0, end))
+    return pattern.search(text, last + 1, end) is not None
 
 
 def _compress(sentence: str) -> str:
@@ -578,8 +652,8 @@ def _fit(sentence: str) -> tuple[str, str]:
 
 def _finish(sentence: str) -> str:
     """Trim, cap the length in characters, capitalize, end with a period, keep one sentence."""
-    s = normalize_ws(sentence).rstrip(" ,;:-\u2013\u2014")
-    limit = _MAX_CJK_CHARS if _CJK.search(s) and s.count(" ") < 5 else _MAX_OUT_CHARS
+    s = _normalized(sentence).rstrip(" ,;:-\u2013\u2014")
+    limit = _MAX_CJK_CHARS if s.count(" ") < 5 and _CJK.search(s) else _MAX_OUT_CHARS
     s = _truncate_chars(s, limit).rstrip(" ,;:")
     if not s:
         return s
@@ -619,7 +693,7 @@ def _one_sentence(s: str) -> str:
 
 def _grounded(out: str, text: str) -> str:
     """Drop any token whose number is not in the abstract (only unescaping could add one)."""
-    found = numbers_in(out)
+    found = numbers_in(out) if has_digit(out) else []
     if not found:
         return out
     known = set(numbers_in(text))

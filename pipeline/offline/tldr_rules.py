@@ -205,17 +205,31 @@ _INNER_NOUN = re.compile(
 )
 
 
+def _first_unresolved(low: str) -> int:
+    """Where the first _INNER_NOUN match of a lowercased text whose noun was not named before
+    starts (-1 if none). Every match holds one of the phrases tested first."""
+    if not (
+        "this " in low
+        or "these " in low
+        or "those " in low
+        or "such " in low
+        or "both " in low
+        or "the above " in low
+        or "the aforementioned " in low
+    ):
+        return -1
+    for m in _INNER_NOUN.finditer(low):
+        if (m.group(1) or m.group(2))[:5] not in low[: m.start()]:
+            return m.start()
+    return -1
+
+
 def unresolved_anaphor(text: str) -> bool:
     """ "We reduce this cost by ...", "bypass these limitations": "this/these <noun>" whose
     noun the sentence has not named before."""
     if "th" not in text and "such" not in text:
         return False
-    low = text.lower()
-    for m in _INNER_NOUN.finditer(low):
-        stem = (m.group(1) or m.group(2))[:5]
-        if stem not in low[: m.start()]:
-            return True
-    return False
+    return _first_unresolved(text.lower()) >= 0
 
 
 _URL = re.compile(r"https?://|\bwww\.|\bgithub\.com\b", re.IGNORECASE)
@@ -292,11 +306,7 @@ def pronoun_subject(text: str) -> bool:
 
 def anaphor_start(text: str) -> int:
     """Where the first unresolved "this/these <noun>" starts (-1 if none)."""
-    low = text.lower()
-    for m in _INNER_NOUN.finditer(low):
-        if (m.group(1) or m.group(2))[:5] not in low[: m.start()]:
-            return m.start()
-    return -1
+    return _first_unresolved(text.lower())
 
 
 # "Our experimental results show that the proposed model improves ...": an unnamed method.
@@ -312,10 +322,32 @@ _INTRODUCES = re.compile(
 )
 
 
+# For lowercased ASCII text (where IGNORECASE adds nothing and lowercasing moves nothing):
+# the same patterns, case-sensitive, and their "hints" (without the leading \b, which re
+# scans much faster as their first characters are known; a pattern only needs searching from
+# its hint's first match).
+assert (
+    _VAGUE.pattern == _VAGUE.pattern.lower() and _INTRODUCES.pattern == _INTRODUCES.pattern.lower()
+)
+_VAGUE_LOW = re.compile(_VAGUE.pattern)
+_VAGUE_HINT = re.compile(_VAGUE.pattern.removeprefix(r"\b"))
+_INTRODUCES_LOW = re.compile(_INTRODUCES.pattern)
+_INTRODUCES_HINT = re.compile(_INTRODUCES.pattern.removeprefix(r"\b"))
+
+
+def _hinted(pattern: re.Pattern[str], hint: re.Pattern[str], low: str) -> bool:
+    m = hint.search(low)
+    return m is not None and pattern.search(low, m.start()) is not None
+
+
 def vague_reference(text: str) -> bool:
     low = text.lower()
     if "our " not in low and "the " not in low:  # every _VAGUE match holds one of them
         return False
+    if text.isascii():
+        return _hinted(_VAGUE_LOW, _VAGUE_HINT, low) and not _hinted(
+            _INTRODUCES_LOW, _INTRODUCES_HINT, low
+        )
     return _VAGUE.search(text) is not None and _INTRODUCES.search(text) is None
 
 
@@ -369,7 +401,7 @@ def ends_unfinished(text: str) -> bool:
     body = text.rstrip(" .!?")
     if _TRAILING_ABBREV.search(body[-8:]):  # (it matches at the end; the tail suffices)
         return True
-    words = body.split()
+    words = body.rsplit(None, 3)  # (only the last three words matter)
     if not words:
         return True
     last = words[-1].lower().strip("\"'")
@@ -440,8 +472,14 @@ _QUESTION = re.compile(
 
 
 def is_question(text: str) -> bool:
-    # Every match holds "?", "ask" or "question", or opens with one of the capitals below.
-    if "?" in text or "ask" in text or "question" in text:
+    # Every match holds "?", "question" or an "ask" after a non-word character (so not inside
+    # one of the many "task"s: every "ask" after a "t" is in one, and no two of them overlap),
+    # or opens with one of the capitals below.
+    if (
+        "?" in text
+        or "question" in text
+        or ("ask" in text and text.count("ask") > text.count("task"))
+    ):
         return _QUESTION.search(text) is not None
     return _QUESTION_OPENING.match(text) is not None
 
