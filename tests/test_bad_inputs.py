@@ -321,3 +321,60 @@ def test_text_that_is_not_the_delimiter_stays_as_written_in_the_prompt():
     abstract = "p < 0.05 and x > y; <b>bold</b> <abstracts> <abstraction/> stay."
     user = load_template(PACKAGE_PROMPTS_DIR, "tldr").render(abstract)[-1]
     assert abstract in user["content"]
+
+
+@pytest.mark.parametrize("text", [":", ";;", ",", "-- \t", "...", "()"])
+def test_an_abstract_of_punctuation_only_gets_a_grounded_tldr(text):
+    """Every TL;DR variant of such a text comes out empty: the extractor falls back to the
+    text itself instead of raising (which stopped the whole run with a traceback)."""
+    from pipeline.offline.tldr import extract_tldr
+
+    tldr = extract_tldr(text)
+    assert tldr.rstrip(".") in text  # the text itself, maybe with a closing period
+
+
+def test_an_extractor_that_raises_fails_one_record_not_the_run(tmp_path, monkeypatch):
+    """A heuristic that meets an input it cannot handle fails that (abstract, stage) as a
+    `backend` record; every other abstract and stage ends ok and the run exits 1."""
+    import pipeline.offline.tags as offline_tags
+
+    real = offline_tags.match_tags
+
+    def match_tags(abstract, taxonomy):
+        if "Poison" in abstract:
+            raise IndexError("list index out of range")
+        return real(abstract, taxonomy)
+
+    monkeypatch.setattr(offline_tags, "match_tags", match_tags)
+    path = tmp_path / "in.txt"
+    path.write_text(
+        "Header\n\nWe propose a graph network for molecules.\n\n"
+        "Poison abstract that trips the tagger. We study it.\n\n"
+        "We introduce a transformer for speech recognition.\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "run"
+    res = CliRunner().invoke(
+        main,
+        [
+            "run",
+            str(path),
+            "--provider",
+            "offline",
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--no-progress",
+        ],  # fmt: skip
+    )
+    assert res.exit_code == 1, res.output
+    records = [json.loads(line) for line in (out / "summaries.jsonl").read_text().splitlines()]
+    assert len(records) == 3
+    failed = [r for r in records if r["stages"]["tags"]["status"] != "ok"]
+    assert [r["abstract"][:6] for r in failed] == ["Poison"]
+    assert failed[0]["stages"]["tags"]["error"]["kind"] == "backend"
+    assert "IndexError" in failed[0]["stages"]["tags"]["error"]["message"]
+    assert all(r["stages"][s]["status"] == "ok" for r in records for s in ("tldr", "claims"))
+    errors = [json.loads(line) for line in (out / "errors.jsonl").read_text().splitlines()]
+    assert [(e["stage"], e["kind"]) for e in errors] == [("tags", "backend")]

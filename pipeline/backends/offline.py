@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from functools import cache
 from pathlib import Path
 
 import pipeline.offline
 from pipeline.backends import Completion
+from pipeline.errors import BackendError
 from pipeline.stages import Stage
 from pipeline.taxonomy import Taxonomy
+
+log = logging.getLogger(__name__)
 
 
 @cache
@@ -37,8 +41,18 @@ class OfflineBackend:
         self.model = f"offline-heuristics-{heuristics_version()}"
 
     async def complete(self, stage: Stage, abstract: str, messages: list[dict]) -> Completion:
-        """Run the stage's heuristic on the abstract and serialize it like a model answer."""
-        data = stage.spec.offline(abstract, self.taxonomy)
+        """Run the stage's heuristic on the abstract and serialize it like a model answer.
+
+        A heuristic that raises on some odd input fails that (abstract, stage) as a
+        `backend` record, like any backend failure: it never stops the run."""
+        try:
+            data = stage.spec.offline(abstract, self.taxonomy)
+        except Exception as exc:  # a bug in a heuristic, met by one abstract
+            log.warning("offline %s extractor failed on one abstract: %r", stage.name, exc)
+            raise BackendError(
+                f"the offline {stage.name} extractor failed on this abstract "
+                f"({type(exc).__name__}: {exc})"
+            ) from exc
         return Completion(content=json.dumps(data, ensure_ascii=False))
 
     async def aclose(self) -> None:

@@ -311,6 +311,8 @@ def extract_tldr(text: str) -> str:
     if best0 is not None:
         best = next(v for key, v in scored if key == best0)[1]
         return _grounded(best, head) or _fallback(head)
+    if not scored:  # every variant came out empty (an "abstract" of punctuation only)
+        return _fallback(head)
     # No stand-alone variant: the best one of the lowest tier (every sentence was expanded).
     scored.sort(key=lambda item: item[0])
     best, best_tier = scored[0][1][1], 3
