@@ -136,7 +136,7 @@ _V = TypeVar("_V")
 class _Memo(dict[str, _V], Generic[_V]):
     """Word -> `function(word)`, filled on demand; a plain dict lookup on a hit."""
 
-    def __init__(self, function: Callable[[str], _V], size: int = 1 << 16) -> None:
+    def __init__(self, function: Callable[[str], _V], size: int = 1 << 14) -> None:
         super().__init__()
         self.function, self.size = function, size
 
