@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 import jsonlines
+import orjson
 from pydantic import ValidationError
 
 from pipeline.errors import InputError
@@ -114,3 +115,13 @@ def _dumps(value: Any) -> str:
     if dump is not None:
         return dump()
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def compact_json(value: Any) -> bytes:
+    """Compact UTF-8 JSON of `value` (the report page, cache lines): orjson, ~10x json.dumps,
+    which writes the same values (a float may be spelled differently: 1e-7 for 1e-07);
+    json.dumps for what orjson refuses (an int past 64 bits, a non-str key)."""
+    try:
+        return orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

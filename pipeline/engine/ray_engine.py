@@ -582,9 +582,7 @@ class RayFeed:
                 if self._stopping.is_set():
                     break
                 loop.call_soon_threadsafe(queue.put_nowait, row)
-        except _StopReading:
-            pass
-        except BaseException as exc:  # raised in the loop's thread by _take_all
+        except BaseException as exc:  # raised in the loop's thread by _take_all (or stop())
             item = exc
         finally:
             close = getattr(self.rows, "close", None)
