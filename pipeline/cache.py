@@ -227,9 +227,10 @@ class StageCache:
         """Forget a bad record: later lookups of `key` miss until a new record is put."""
         self.index.pop(_slot(key), None)
 
-    def put(self, key: str, record: dict[str, Any]) -> None:
-        """Append one validated record (flushed to the OS immediately) and index it; sealed
-        when the cache has a seal id (see the module docstring).
+    def put(self, key: str, record: dict[str, Any], *, index: bool = True) -> None:
+        """Append one validated record (flushed to the OS immediately) and index it (unless
+        `index` is False: a record this process will not look up); sealed when the cache has
+        a seal id (see the module docstring).
 
         A failed write (disk full, ...) is cut off the file again, so no torn line is left
         behind, and raised as a StorageError naming the cache file.
@@ -241,7 +242,8 @@ class StageCache:
         with _locked(self._fd):
             offset = os.lseek(self._fd, 0, os.SEEK_END)
             self._append(line, offset)
-        self.index[_slot(key)] = offset
+        if index:
+            self.index[_slot(key)] = offset
 
     def _append(self, data: bytes, offset: int | None = None) -> None:
         """os.write until every byte is written (a write may be short); under the lock."""

@@ -42,8 +42,8 @@ log = logging.getLogger(__name__)
 class RecordSink(Protocol):
     """Something that consumes every summary record of a run as it is written."""
 
-    def add(self, record: SummaryRecord) -> None:
-        """One record, in input order."""
+    def add(self, record: SummaryRecord, line: str | None = None) -> None:
+        """One record, in input order (`line`: as summaries.jsonl holds it)."""
 
     def finish(self, manifest: Manifest) -> None:
         """The run ended; the manifest says how."""
@@ -95,12 +95,12 @@ class _Run:
     first_answers: dict[str, FirstAnswer] | None = None
 
     def emit(self, record: SummaryRecord) -> None:
-        self.writer.write_record(record)
+        line = self.writer.write_record(record)
         self.stats.records += 1
         if record.failed:
             self.stats.records_failed += 1
         for sink in self.sinks:
-            sink.add(record)
+            sink.add(record, line)
         self.progress.record_done()
 
     def stage_counts(self) -> dict[str, StageCounts]:

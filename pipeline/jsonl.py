@@ -27,6 +27,7 @@ def _json_value(line: str) -> Any:
     return json.loads(line)
 
 
+
 def iter_jsonl(
     path: Path,
     *,
@@ -99,11 +100,17 @@ class JsonlWriter:
     """Appends one JSON value (or a pydantic model) per line, flushed after each line."""
 
     def __init__(self, fh: IO[str]) -> None:
-        self._writer = jsonlines.Writer(fh, dumps=_dumps, flush=True)
+        self._writer = jsonlines.Writer(fh, dumps=self._dumps, flush=True)
+        self._line = ""
 
-    def write(self, value: Any) -> None:
-        """Write one line."""
+    def _dumps(self, value: Any) -> str:
+        self._line = _dumps(value)
+        return self._line
+
+    def write(self, value: Any) -> str:
+        """Write one line; returns it (without its newline)."""
         self._writer.write(value)
+        return self._line
 
     def close(self) -> None:
         """Close the writer (and the file it owns)."""

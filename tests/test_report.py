@@ -15,12 +15,8 @@ from click.testing import CliRunner
 
 from pipeline.cli import main
 from pipeline.csvfile import csv_cell
-from pipeline.report.html import (
-    _SCRIPT_ESCAPES,
-    render_html,
-    script_json,
-    write_html_report,
-)
+from pipeline.report.cards import _SCRIPT_ESCAPES, script_json
+from pipeline.report.html import render_html, write_html_report
 from pipeline.report.markdown import md_escape, render_markdown, write_markdown_report
 from pipeline.report.protocol import (
     ROW_FIELDS,

@@ -78,6 +78,7 @@ def run_command(
         run_dir / "report.html",
         load_project_taxonomy(settings),
         title=f"Digest of {run_dir.resolve().name}",
+        cache_dir=settings.cache_dir,
     )
     # One price for the bar's cost so far and the closing cost line; none for offline.
     offline = settings.resolved_provider == "offline"

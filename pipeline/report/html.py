@@ -25,17 +25,11 @@ from datetime import UTC, datetime
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from pipeline.errors import StorageError
-from pipeline.jsonl import compact_json
-from pipeline.report.protocol import (
-    CSV_HEADER,
-    ROW_FIELDS,
-    FacetCounter,
-    SortOrders,
-    report_paper,
-)
+from pipeline.report.cards import Card, CardStore, card_of, script_json
+from pipeline.report.protocol import CSV_HEADER, ROW_FIELDS, FacetCounter, SortOrders
 from pipeline.rundir import Manifest, Paper, RunReader, SummaryRecord
 from pipeline.rundir.writer import remove_stale_tmp
 from pipeline.stages import stage_names
@@ -43,31 +37,13 @@ from pipeline.taxonomy import Taxonomy
 from pipeline.triage import DEFAULT_FORUM_URL, tag_label
 
 HTML_FILE = "report.html"
-_BATCH = 64  # papers per JSON encoding call
-
-_SCRIPT_ESCAPES = (
-    ("<", "\\u003c"),
-    (">", "\\u003e"),
-    ("&", "\\u0026"),
-    ("\u2028", "\\u2028"),
-    ("\u2029", "\\u2029"),
-)
+_BATCH = 64  # cards per write
 
 
 @cache
 def asset(name: str) -> str:
     """The text of one file in pipeline/report/assets/."""
     return files("pipeline.report").joinpath("assets", name).read_text(encoding="utf-8")
-
-
-def script_json(obj: Any) -> str:
-    """Compact JSON that is safe inside a <script> element (no `<`, `>` or `&` characters)."""
-    text = compact_json(obj).decode("utf-8")  # a 10k-paper page is 30 MB of JSON
-    # A chain of str.replace is ~40x faster than str.translate on long texts.
-    for char, escaped in _SCRIPT_ESCAPES:
-        if char in text:
-            text = text.replace(char, escaped)
-    return text
 
 
 def _csp(script: str) -> str:
@@ -114,7 +90,7 @@ class HtmlPageWriter:
         self._metrics = FacetCounter()
         self._datasets = FacetCounter()
         self._orders = SortOrders(taxonomy)
-        self._batch: list[dict[str, Any]] = []
+        self._batch: list[str] = []
         self._written = 0
         head = asset("report.html").split("<!--DATA-->")[0]
         slots = {
@@ -126,22 +102,31 @@ class HtmlPageWriter:
         fh.write('<script type="application/json" id="digest-data">{"papers":[')
 
     def add(self, paper: Paper) -> None:
-        """One paper's card data."""
-        self.seen.update(paper.tags)
-        data: dict[str, Any] = report_paper(paper, self.taxonomy, self.forum)  # type: ignore[assignment]
-        self._orders.add(paper, data["n_quantitative"])
-        self._metrics.add(paper, "metric", data["metrics"])
-        self._datasets.add(paper, "dataset", data["datasets"])
-        # One JSON encoding per batch of papers costs less than one per paper.
-        self._batch.append(data)
+        """One paper's card."""
+        self.add_card(card_of(paper, self.taxonomy, self.forum))
+
+    def add_card(self, card: Card) -> None:
+        """One paper's card, built by card_of (now or by an earlier run)."""
+        self.seen.update(card.tags)
+        self._orders.add_values(
+            card.id,
+            card.title,
+            card.n_claims,
+            card.n_quantitative,
+            card.tags[0] if card.tags else None,
+            card.paper_id,
+            card.number,
+        )
+        self._metrics.add_values(card.metrics, card.metric_labels)
+        self._datasets.add_values(card.datasets, card.dataset_labels)
+        self._batch.append(card.json)
         if len(self._batch) >= _BATCH:
             self._flush()
         self.n += 1
 
     def _flush(self) -> None:
         if self._batch:
-            text = script_json(self._batch)[1:-1]
-            self.fh.write(("," if self._written else "") + text)
+            self.fh.write(("," if self._written else "") + ",".join(self._batch))
             self._written += len(self._batch)
             self._batch = []
 
@@ -228,11 +213,16 @@ class HtmlReportSink:
         *,
         title: str,
         forum: str = DEFAULT_FORUM_URL,
+        cache_dir: Path | None = None,
     ) -> None:
         self.path = path
         self.taxonomy = taxonomy
         self.title = title
         self.forum = forum
+        # With a cache folder, cards of earlier runs are reused (cards.py); opened at the
+        # first record.
+        self._cache_dir = cache_dir
+        self.cards: CardStore | None = None
         self._tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         self._fh: IO[str] | None = None
         self._page: HtmlPageWriter | None = None
@@ -240,24 +230,39 @@ class HtmlReportSink:
 
     def _open(self) -> HtmlPageWriter:
         if self._page is None:
+            if self._cache_dir is not None:
+                self.cards = CardStore.open(self._cache_dir, self.taxonomy, self.forum)
             self.path.parent.mkdir(parents=True, exist_ok=True)
             remove_stale_tmp(self.path.parent, self.path.name)
             self._fh = self._tmp.open("w", encoding="utf-8", newline="\n")
             self._page = HtmlPageWriter(self._fh, self.taxonomy, title=self.title, forum=self.forum)
         return self._page
 
-    def add(self, record: SummaryRecord) -> None:
-        """One record's paper."""
+    def add(self, record: SummaryRecord, line: str | None = None) -> None:
+        """One record's paper (`line`: the record as summaries.jsonl holds it, which keys
+        the card store)."""
         if self._failed:
             return
         try:
-            self._open().add(Paper.from_record(record))
+            page = self._open()
+            cards = self.cards
+            if cards is None or line is None:
+                page.add(Paper.from_record(record))
+                return
+            key = cards.key(line)
+            card = cards.get(key, record.abstract)
+            if card is None:
+                card = card_of(Paper.from_record(record), self.taxonomy, self.forum)
+                cards.put(key, card, record.abstract)
+            page.add_card(card)
         except OSError as exc:
             self._failed = True
             raise StorageError.from_os_error(self._tmp, exc) from exc
 
     def abort(self) -> None:
         """Drop the half-written page (its temporary file)."""
+        if self.cards is not None:
+            self.cards.close()
         if self._fh is not None:
             with contextlib.suppress(OSError):
                 self._fh.close()

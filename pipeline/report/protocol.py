@@ -453,6 +453,14 @@ def export_row(data: dict[str, Any], taxonomy: Taxonomy | None) -> list[Any]:
     ]
 
 
+def facet_labels(paper: Paper, key: str, values: list[str]) -> list[str]:
+    """Each claim's `key` field as written (whitespace normalized) where its value is set."""
+    return [
+        normalize_ws(str(c.get(key))) if v else ""
+        for c, v in zip(paper.claims, values, strict=True)
+    ]
+
+
 class FacetCounter:
     """Collects one claim field (metric or dataset) over the papers of a page, as they come."""
 
@@ -465,13 +473,17 @@ class FacetCounter:
         """One paper's values (claim_values(paper, key), when already computed)."""
         if values is None:
             values = claim_values(paper, key)
+        self.add_values(values, facet_labels(paper, key, values))
+
+    def add_values(self, values: list[str], labels: list[str]) -> None:
+        """One paper's values per claim and their labels as written (facet_labels)."""
         i = self.n
         self.n += 1
         if not values:
             return
-        for c, v in zip(paper.claims, values, strict=True):
+        for v, written in zip(values, labels, strict=True):
             if v:
-                self.labels[v, normalize_ws(str(c.get(key)))] += 1
+                self.labels[v, written] += 1
         papers_of = self.papers_of
         for v in dict.fromkeys(values):
             if v:
@@ -518,20 +530,41 @@ class SortOrders:
 
     def add(self, paper: Paper, n_quantitative: int) -> None:
         """One paper's values."""
-        self.ids.append(paper.id)
-        self.titles.append(None if paper.title is None else paper.title.lower())
-        self.n_claims.append(len(paper.claims))
+        self.add_values(
+            paper.id,
+            paper.title,
+            len(paper.claims),
+            n_quantitative,
+            paper.tags[0] if paper.tags else None,
+            paper.paper_id,
+            paper.number,
+        )
+
+    def add_values(
+        self,
+        paper_id: str,
+        title: str | None,
+        n_claims: int,
+        n_quantitative: int,
+        first_tag: str | None,
+        user_id: str | None,
+        number: str | None,
+    ) -> None:
+        """One paper's values: its id, title, claim counts, primary tag, paper_id and number."""
+        self.ids.append(paper_id)
+        self.titles.append(None if title is None else title.lower())
+        self.n_claims.append(n_claims)
         self.n_quant.append(n_quantitative)
-        if paper.tags:
-            label = tag_label(self.taxonomy, paper.tags[0]).lower()
+        if first_tag is not None:
+            label = tag_label(self.taxonomy, first_tag).lower()
             self.tag.append(self.labels.setdefault(label, len(self.labels)))
         else:
             self.tag.append(-1)
-        if paper.paper_id:
-            self.user_ids.append(paper.paper_id)
+        if user_id:
+            self.user_ids.append(user_id)
             self.id_kind.append(0)
-        elif paper.number:
-            self.user_ids.append(paper.number)
+        elif number:
+            self.user_ids.append(number)
             self.id_kind.append(1)
         else:
             self.user_ids.append(None)
@@ -573,5 +606,6 @@ __all__ = [
     "ReportData",
     "ReportPaper",
     "SortOrders",
+    "facet_labels",
     "report_paper",
 ]

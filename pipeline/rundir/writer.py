@@ -134,15 +134,16 @@ class RunWriter:
         self._files.append(fh)
         return fh
 
-    def write_record(self, record: SummaryRecord) -> None:
-        """Append one summary record (and its CSV row)."""
+    def write_record(self, record: SummaryRecord) -> str:
+        """Append one summary record (and its CSV row); returns its summaries.jsonl line."""
         with self._failing(SUMMARIES):
-            self._summaries.write(record)
+            line = self._summaries.write(record)
         with self._failing(CSV):
             self._csv.writerow(csv_row(record, self._specs))
             self._rows += 1
             if self._rows % CSV_FLUSH_EVERY == 0:
                 self._csv_file.flush()
+        return line
 
     def write_error(self, error: ErrorRecord) -> None:
         """Append one failure record (its raw answer cut at MAX_RAW_CHARS)."""
