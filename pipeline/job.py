@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 class RecordSink(Protocol):
     """Something that consumes every summary record of a run as it is written."""
 
-    def add(self, record: SummaryRecord, line: str | None = None) -> None:
+    def add(self, record: SummaryRecord, line: bytes | None = None) -> None:
         """One record, in input order (`line`: as summaries.jsonl holds it)."""
 
     def finish(self, manifest: Manifest) -> None:

@@ -140,9 +140,9 @@ def test_a_card_never_depends_on_provenance(tmp_path, abstracts):
 def test_the_key_reads_a_fresh_record_as_its_cached_rerun(tmp_path):
     store = CardStore(tmp_path, None, FORUM)
     try:
-        fresh = '{"id":"a","stages":{"tldr":{"provenance":{"cached":false}}}}'
-        assert store.key(fresh) == store.key(fresh.replace("false", "true"))
-        assert store.key(fresh) != store.key(fresh.replace('"a"', '"b"'))
+        fresh = b'{"id":"a","stages":{"tldr":{"provenance":{"cached":false}}}}'
+        assert store.key(fresh) == store.key(fresh.replace(b"false", b"true"))
+        assert store.key(fresh) != store.key(fresh.replace(b'"a"', b'"b"'))
         assert store.key(fresh) != CardStore(tmp_path, None, FORUM + "&x").key(fresh)
     finally:
         store.close()

@@ -23,9 +23,8 @@ import contextlib
 import functools
 import hashlib
 import logging
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -60,8 +59,7 @@ def script_json(obj: Any) -> str:
     return text
 
 
-@dataclass(frozen=True, slots=True)
-class Card:
+class Card(NamedTuple):
     """One paper's card JSON (script-safe) and what the page's orders and facets need."""
 
     json: str
@@ -79,19 +77,7 @@ class Card:
 
     def aux(self) -> list[Any]:
         """Everything but the JSON, as a JSON array (the store's line)."""
-        return [
-            self.id,
-            self.title,
-            list(self.tags),
-            self.n_claims,
-            self.n_quantitative,
-            self.paper_id,
-            self.number,
-            self.metrics,
-            self.metric_labels,
-            self.datasets,
-            self.dataset_labels,
-        ]
+        return [*self[1:3], list(self.tags), *self[4:]]
 
 
 def card_of(paper: Paper, taxonomy: Taxonomy | None, forum: str) -> Card:
@@ -151,10 +137,10 @@ class CardStore:
             log.warning("report cards are not kept (%s); the page is built in full", exc)
             return None
 
-    def key(self, line: str) -> str:
+    def key(self, line: bytes) -> str:
         """The key of the card of one summary line."""
-        normalized = line.replace('"cached":false', '"cached":true')
-        return hashlib.sha256(self._salt + normalized.encode("utf-8")).hexdigest()
+        normalized = line.replace(b'"cached":false', b'"cached":true')
+        return hashlib.sha256(self._salt + normalized).hexdigest()
 
     def get(self, key: str, abstract: str) -> Card | None:
         """The card stored under `key` (of a record of `abstract`), or None."""

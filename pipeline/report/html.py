@@ -107,7 +107,9 @@ class HtmlPageWriter:
 
     def add_card(self, card: Card) -> None:
         """One paper's card, built by card_of (now or by an earlier run)."""
-        self.seen.update(card.tags)
+        seen = self.seen
+        for tag in card.tags:
+            seen[tag] += 1
         self._orders.add_values(
             card.id,
             card.title,
@@ -238,7 +240,7 @@ class HtmlReportSink:
             self._page = HtmlPageWriter(self._fh, self.taxonomy, title=self.title, forum=self.forum)
         return self._page
 
-    def add(self, record: SummaryRecord, line: str | None = None) -> None:
+    def add(self, record: SummaryRecord, line: bytes | None = None) -> None:
         """One record's paper (`line`: the record as summaries.jsonl holds it, which keys
         the card store)."""
         if self._failed:

@@ -112,12 +112,12 @@ class RunWriter:
     def __init__(self, run_dir: Path) -> None:
         self.dir = run_dir
         self._specs = specs()
-        self._files: list[IO[str]] = []
+        self._files: list[IO[Any]] = []
         try:
             run_dir.mkdir(parents=True, exist_ok=True)
             remove_stale_tmp(run_dir, MANIFEST)
-            summaries = self._open(SUMMARIES, "utf-8")
-            errors = self._open(ERRORS, "utf-8")
+            summaries = self._open_binary(SUMMARIES)
+            errors = self._open_binary(ERRORS)
             # utf-8-sig so spreadsheet programs detect the encoding of non-ASCII text.
             self._csv_file = self._open(CSV, "utf-8-sig", newline="")
             self._summaries = JsonlWriter(summaries)
@@ -134,7 +134,12 @@ class RunWriter:
         self._files.append(fh)
         return fh
 
-    def write_record(self, record: SummaryRecord) -> str:
+    def _open_binary(self, name: str) -> IO[bytes]:
+        fh = open(self.dir / name, "wb")  # noqa: SIM115
+        self._files.append(fh)
+        return fh
+
+    def write_record(self, record: SummaryRecord) -> bytes:
         """Append one summary record (and its CSV row); returns its summaries.jsonl line."""
         with self._failing(SUMMARIES):
             line = self._summaries.write(record)
