@@ -29,7 +29,7 @@ from pipeline.offline.claim_fields import (
     statement_of,
 )
 from pipeline.offline.claim_metric import quantitative_metric
-from pipeline.offline.claim_numbers import Hit, math_view, scan_numbers
+from pipeline.offline.claim_numbers import Hit, cue_start, math_view, scan_numbers
 from pipeline.offline.claim_qualitative import qualitative_claims
 from pipeline.offline.claim_text import (
     FIRST_PERSON,
@@ -220,11 +220,13 @@ def _quantitative(sentence: str) -> list[tuple[int, dict[str, Any]]]:
     segments = clause_spans(sentence)
     out: list[tuple[int, dict[str, Any]]] = []
     previous: dict[str, Any] | None = None
+    previous_hit: Hit | None = None
     for hit in hits:
-        claim = _quantitative_claim(sentence, hit, hits, segments, previous)
+        same_list = previous_hit is not None and previous_hit.group == hit.group >= 0
+        claim = _quantitative_claim(sentence, hit, hits, segments, previous, same_list)
         if claim is not None:
             out.append((hit.start, claim))
-            previous = claim
+            previous, previous_hit = claim, hit
     return out
 
 
@@ -237,7 +239,7 @@ def _has_digit(s: str) -> bool:
 def _describes_method(sentence: str, first: Hit) -> bool:
     """A method or setup sentence ('we mask 15% of tokens') with no result cue near its numbers."""
     if _METHOD_SENTENCE.found(sentence) or _PASSIVE_METHOD.found(sentence, 0, first.start):
-        return not _RESULT_CUE.found(sentence, max(0, first.start - 60))
+        return not _RESULT_CUE.found(sentence, cue_start(sentence, first.start))
     return _SETUP_SENTENCE.found(sentence) and not _RESULT_CUE.found(sentence)
 
 
@@ -247,6 +249,7 @@ def _quantitative_claim(
     hits: list[Hit],
     segments: list[tuple[int, int]],
     previous: dict[str, Any] | None,
+    same_list: bool = False,
 ) -> dict[str, Any] | None:
     span, head = _evidence_span(s, hit, hits, segments)
     if span[1] - span[0] < _MIN_EVIDENCE_CHARS:
@@ -271,6 +274,7 @@ def _quantitative_claim(
             previous["metric"] if previous else None,
             _list_tail(hit, hits),
             item or _after_colon(s, segment_at(segments, hit.num_start)[0]),
+            previous["metric"] if previous and same_list else None,
         ),
         "value": hit.value,
         "unit": hit.unit,
