@@ -212,9 +212,18 @@ _LIST_GAP = re.compile(
 # A baseline's own number: "the baseline's 3.46%", "compared to 3.46%", "(vs. 3.46%)".
 _BASELINE_BEFORE = re.compile(
     r"(?:\bbaselines?'?s?|\bbaselines'|\bcompared\s+(?:to|with)|\bversus|\bvs\.?|\bagainst"
+    r"|\bin\s+contrast\s+to|\bas\s+opposed\s+to"
     r"|\bprevious(?:ly)?|\bprior|\bexisting|\b(?:prior|previous|existing)\s+(?:work|works|methods?"
     r"|approaches|art|best|sota|state[- ]of[- ]the[- ]art)(?:'s)?)\s*\(?\s*(?:the\s+|a\s+|an\s+"
     r"|only\s+|just\s+|their\s+|of\s+)*[~∼≈]?\s?$",
+    _I,
+)
+# "compared to the previous state-of-the-art accuracy of 61.52%", "improving over the previous
+# best IS of 52.52": the value of a prior or best result named as the point of comparison.
+_BASELINE_VALUE = re.compile(
+    r"\b(?:over|compared\s+(?:to|with)|versus|vs\.?|against|than|in\s+contrast\s+to)\s+(?:the\s+)?"
+    r"(?:[\w-]+\s+){0,2}?(?:previous|prior|existing|earlier|best|state[- ]of[- ]the[- ]art|sota)"
+    r"\b[^,;:()]{0,40}?\b(?:of|at|is|was)\s+(?:only\s+|about\s+|around\s+|[~∼≈]\s?)?$",
     _I,
 )
 # "the 2.65% achieved by standard NAS": a number credited to another method.
@@ -482,6 +491,8 @@ def _is_baseline(s: str, head: _Item, anchor: _Item) -> bool:
         gain = _CHANGE_AFTER.match(s, anchor.end) or _MULT_AFTER.match(s, anchor.end)
         return not (gain and before.rstrip().endswith("("))
     if _BY_OTHERS_AFTER.match(s, anchor.end):
+        return True
+    if _BASELINE_VALUE.search(s, max(0, head.start - 90), head.start):
         return True
     clause = s[_clause_start(s, head.start) : head.start].strip()
     if _OTHERS_SUBJECT.match(clause) and not _FIRST_PERSON.search(clause):
