@@ -44,7 +44,7 @@ _STOP = _words(
     """a an the of on in at by for to from with without over than and or but as via into onto
     under across between while when where which that this these those its their our his her
     is are was were be been being has have had can could may might will would should do does
-    report reports reported reporting
+    report reports reported reporting retain maintain preserve
     we it they up down only just about around roughly approximately nearly almost more less
     fewer higher lower better worse faster slower larger smaller compared respectively vs
     easier harder simpler quicker sparser denser bigger greater shorter longer cheaper
@@ -95,7 +95,9 @@ _COMPARED_AFTER = re.compile(
     _I,
 )
 _FASTER = re.compile(r"\)?\s*(?:\([^()]{1,20}\)\s*)?(?:faster|quicker)\b", _I)
-_COMPARATIVE = re.compile(r"\s*(?:less|fewer|lower|smaller|cheaper|higher|more|larger)\s+", _I)
+_COMPARATIVE = re.compile(
+    r"\s*(?:less|fewer|lower|smaller|cheaper|higher|more|larger|reduced|increased|improved)\s+", _I
+)
 _OBJECT = re.compile(r"\s+(?:in|of)\s+(?:terms\s+of\s+)?(?:the\s+)?", _I)
 _OF_BEFORE = re.compile(
     r"\s+(?:of|=|:|is|was|reaches|reached|at|of\s+at\s+least|of\s+up\s+to|of\s+over)\s*"
@@ -247,6 +249,8 @@ def _phrase_words(s: str, pos: int) -> tuple[list[str], int]:
             continue
         if len(words) == _MAX_WORDS or not _WORD.fullmatch(core) or core.lower() in _STOP:
             break
+        if words and len(core) > 4 and core.lower().endswith("ly"):
+            break  # "5% test accuracy improvement universally": an adverb ends the name
         words.append(core)
         end = m.start() + len(core)
         if core != token:
@@ -273,13 +277,20 @@ def _phrase_back(text: str) -> list[str]:
         if not _WORD.fullmatch(core) or core.lower() in _STOP or core.lower().endswith("ly"):
             if core.lower() in _NEGATION and words:
                 return []
-            if core.lower() == "and" and len(words) >= 2 and tokens:
+            if core.lower() == "and" and len(words) >= 2 and tokens and _modifier(tokens[-1]):
                 return words[-1:]  # "Top-1 and Top-5 error": coordinated modifiers, one head
             break
         words.insert(0, core)
         if core != token:
             break
     return words
+
+
+def _modifier(token: str) -> bool:
+    """A word that can modify a metric head ('Top-1' in 'Top-1 and Top-5 error'), not a number
+    or a function word ('166.3' in 'an IS of 166.3 and Frechet Inception Distance')."""
+    core = token.strip("(),\"'")
+    return bool(_WORD.fullmatch(core)) and core.lower() not in _STOP and core[:1].isalpha()
 
 
 def _before_of(before: str, s: str = "", hit: Hit | None = None) -> str | None:
@@ -354,7 +365,9 @@ def _known_metric(before: str) -> str | None:
     if head.lower() == "performance":
         return None
     if before[found.end() :].strip(" +−~∼≈:"):
-        return head  # named further back ("mean AUROC ... (Facebook +12.59%"): the bare name
+        return _name(
+            [head]
+        )  # named further back ("mean AUROC ... (Facebook +12.59%"): the bare name
     mods = [w for w in _phrase_back(before[: found.start()])[-2:] if not _CHANGE_NOUN.fullmatch(w)]
     return _name([*mods, head])
 
