@@ -533,3 +533,42 @@ def test_numbers_of_a_result_second_train_supplement(text, values, metric):
 )
 def test_metric_names_second_train_supplement(text, value, metric):
     assert _by_value(_validate(text), value)["metric"] == metric
+
+
+# --- rules from reading the extractor's output on unlabeled train abstracts ---------------
+
+
+@pytest.mark.parametrize(
+    ("text", "values", "metric"),
+    [
+        (  # a citation in parentheses is not background about others
+            "On the Winograd Schema Challenge (Levesque et al., 2011), our language models are "
+            "11% higher in accuracy than previous supervised methods.",
+            ["11"],
+            "accuracy",
+        ),
+        (  # a short list item widened to both neighbours ('8%, 15%' is too short alone)
+            "Our method decreases the mean error by a relative 8%, 15%, and 6% on three sets.",
+            ["8", "15", "6"],
+            "error",
+        ),
+        ("Our storage requirement is compressed 19x using the sparse format.", ["19"], None),
+        ("Our model saves 2.2× BitOps comparing with the 8-bit model.", ["2.2"], "BitOps"),
+        (
+            "Our debiased models improve robustness, gaining 9.76 points on the FEVER set.",
+            ["9.76"],
+            None,
+        ),
+        (  # the number after 'improvement over only' is the baseline's
+            "We reach 71.5% robust accuracy, a substantial improvement over only 2.8% using "
+            "standard training.",
+            ["71.5"],
+            "robust accuracy",
+        ),
+    ],
+)
+def test_numbers_of_a_result_unlabeled_train_reading(text, values, metric):
+    claims = [c for c in _validate(text) if c["value"]]
+    assert [canonical_number(c["value"]) for c in claims] == values
+    if metric is not None:
+        assert all(c["metric"] == metric for c in claims), claims

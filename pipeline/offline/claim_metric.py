@@ -44,7 +44,7 @@ _STOP = _words(
     """a an the of on in at by for to from with without over than and or but as via into onto
     under across between while when where which that this these those its their our his her
     is are was were be been being has have had can could may might will would should do does
-    report reports reported reporting retain maintain preserve
+    report reports reported reporting retain maintain preserve comparing
     we it they up down only just about around roughly approximately nearly almost more less
     fewer higher lower better worse faster slower larger smaller compared respectively vs
     easier harder simpler quicker sparser denser bigger greater shorter longer cheaper
@@ -199,6 +199,11 @@ def _after_number(s: str, hit: Hit) -> str | None:
         if inner and _metric_like(inner):
             return _name(inner)
     comp = _COMPARATIVE.match(s, hit.end)
+    if comp:
+        obj = _OBJECT.match(s, comp.end() - 1)  # "11% higher in accuracy than ..."
+        inner = _phrase_words(s, obj.end())[0] if obj else []
+        if inner and _metric_like(inner):
+            return _name(inner)
     words, stop = _phrase_words(s, comp.end() if comp else hit.end)
     if not words:
         return None

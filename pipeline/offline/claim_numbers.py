@@ -159,7 +159,8 @@ _MULT_AFTER = re.compile(
     _I,
 )
 _MULT_BEFORE = re.compile(
-    r"(?:speed-?up|acceleration|up\s+to|by|achiev\w*|yield\w*|deliver\w*|reduc\w*|faster"
+    r"(?:speed-?up|acceleration|up\s+to|by|achiev\w*|yield\w*|deliver\w*|reduc\w*|faster|compress\w*"
+    r"|sav\w*"
     r"|cuts?|of|a|about|around|over|nearly|almost|roughly)\s*(?:more\s+than\s+|at\s+least\s+)?"
     r"[~∼≈]?$",
     _I,
@@ -178,7 +179,7 @@ _MULT_SUBJECT = re.compile(
     _I,
 )
 _GAIN_BEFORE = re.compile(
-    r"(?:\bby|\+|\bof|\bgains?|\bimprov\w*)\s*(?:about\s+|over\s+|more\s+than\s+|up\s+to\s+"
+    r"(?:\bby|\+|\bof|\bgain\w*|\bimprov\w*)\s*(?:about\s+|over\s+|more\s+than\s+|up\s+to\s+"
     r"|nearly\s+|almost\s+|roughly\s+|around\s+)?[~∼≈]?\s?$",
     _I,
 )
@@ -212,7 +213,7 @@ _LIST_GAP = re.compile(
 # A baseline's own number: "the baseline's 3.46%", "compared to 3.46%", "(vs. 3.46%)".
 _BASELINE_BEFORE = re.compile(
     r"(?:\bbaselines?'?s?|\bbaselines'|\bcompared\s+(?:to|with)|\bversus|\bvs\.?|\bagainst"
-    r"|\bin\s+contrast\s+to|\bas\s+opposed\s+to"
+    r"|\bin\s+contrast\s+to|\bas\s+opposed\s+to|\b(?:improvements?|gains?)\s+over\s+(?=only|just)"
     r"|\bprevious(?:ly)?|\bprior|\bexisting|\b(?:prior|previous|existing)\s+(?:work|works|methods?"
     r"|approaches|art|best|sota|state[- ]of[- ]the[- ]art)(?:'s)?)\s*\(?\s*(?:the\s+|a\s+|an\s+"
     r"|only\s+|just\s+|their\s+|of\s+)*[~∼≈]?\s?$",

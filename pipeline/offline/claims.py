@@ -326,10 +326,12 @@ def _list_tail(hit: Hit, hits: list[Hit]) -> Hit | None:
 
 def _widen_item(s: str, span: tuple[int, int], hit: Hit, hits: list[Hit]) -> tuple[int, int]:
     """A list item too short to stand as evidence ('18.2%') with its left neighbour item
-    ('14.4%, 18.2%'), or its right one when it comes first."""
+    ('14.4%, 18.2%'), or its right one when it comes first or that is still too short."""
     i = hits.index(hit)
     if i > 0:
-        return strip_span(s, hits[i - 1].num_start, span[1])
+        span = strip_span(s, hits[i - 1].num_start, span[1])
+        if span[1] - span[0] >= _MIN_EVIDENCE_CHARS or i + 1 == len(hits):
+            return span  # '8%, 15%, and 6%': '8%, 15%' is still too short, take '6%' too
     if i + 1 < len(hits):
         return strip_span(s, span[0], hits[i + 1].end)
     return span
