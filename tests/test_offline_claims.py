@@ -572,3 +572,12 @@ def test_numbers_of_a_result_unlabeled_train_reading(text, values, metric):
     assert [canonical_number(c["value"]) for c in claims] == values
     if metric is not None:
         assert all(c["metric"] == metric for c in claims), claims
+
+
+def test_a_relative_clause_about_the_prior_work_named_before_it_is_not_ours():
+    text = (
+        "Our approach significantly improves on previous lipreading approaches, including "
+        "variants of LipNet and of WAS, which are only capable of 89.8% and 76.8% WER respectively."
+    )
+    assert _values(text) == []
+    assert _values("We outperform previous methods, which we improve by 5% on average.") == ["5"]

@@ -199,16 +199,19 @@ def _is_background_sentence(sentence: str, idx: int, total: int) -> bool:
 
 
 def _about_others(sentence: str, pos: int) -> bool:
-    """Background before `pos`, or a number inside a clause about prior work ('..., which need 10x')."""
+    """Background before `pos`, or a number inside a relative clause about the prior work named
+    before it ('..., which need 10x')."""
     if background_before(sentence, pos):
         return True
     clause = sentence.rfind(",", 0, pos)
-    return bool(
-        clause > 0
-        and _RELATIVE.match(sentence, clause + 1)
-        and _PRIOR_MENTION.search(sentence, 0, clause)
-        and not FIRST_PERSON.found(sentence, 0, pos)
-    )
+    if clause <= 0 or not _RELATIVE.match(sentence, clause + 1):
+        return False
+    prior = None
+    for prior in _PRIOR_MENTION.finditer(sentence, 0, clause):
+        pass
+    # "Our approach improves on previous approaches, including LipNet, which are only capable
+    # of 89.8%": no first person between the prior work named and the number
+    return prior is not None and not FIRST_PERSON.found(sentence, prior.end(), pos)
 
 
 def _quantitative(sentence: str) -> list[tuple[int, dict[str, Any]]]:
