@@ -227,6 +227,7 @@ _BASELINE_VALUE = re.compile(
     r"\b[^,;:()]{0,40}?\b(?:of|at|is|was)\s+(?:only\s+|about\s+|around\s+|[~∼≈]\s?)?$",
     _I,
 )
+_BASELINE_NEEDS = re.compile(r"previous|prior|existing|earlier|best|state|sota", _I)  # a cheap gate
 # "the 2.65% achieved by standard NAS": a number credited to another method.
 _BY_OTHERS_AFTER = re.compile(
     r"\s+(?:\w+\s+)?(?:achieved|obtained|reported|reached|attained)\s+by\s+(?!our\b|ours\b"
@@ -493,7 +494,8 @@ def _is_baseline(s: str, head: _Item, anchor: _Item) -> bool:
         return not (gain and before.rstrip().endswith("("))
     if _BY_OTHERS_AFTER.match(s, anchor.end):
         return True
-    if _BASELINE_VALUE.search(s, max(0, head.start - 90), head.start):
+    window = s[max(0, head.start - 90) : head.start]
+    if _BASELINE_NEEDS.search(window) and _BASELINE_VALUE.search(window):
         return True
     clause = s[_clause_start(s, head.start) : head.start].strip()
     if _OTHERS_SUBJECT.match(clause) and not _FIRST_PERSON.search(clause):

@@ -207,8 +207,8 @@ def _about_others(sentence: str, pos: int) -> bool:
     if clause <= 0 or not _RELATIVE.match(sentence, clause + 1):
         return False
     prior = None
-    for prior in _PRIOR_MENTION.finditer(sentence, 0, clause):
-        pass
+    for mention in _PRIOR_MENTION.finditer(sentence, 0, clause):
+        prior = mention
     # "Our approach improves on previous approaches, including LipNet, which are only capable
     # of 89.8%": no first person between the prior work named and the number
     return prior is not None and not FIRST_PERSON.found(sentence, prior.end(), pos)
