@@ -279,6 +279,79 @@ def test_numbers_supplement_scores_perfectly_against_itself(split):
     assert result["metric_acceptable"] == {"count": quantitative, "of": quantitative, "share": 1.0}
 
 
+# --- the second train numbers supplement (tuning data) -------------------------------
+
+# Promised in tests/data/GOLD.md: abstracts, quantitative, qualitative, abstracts without claims.
+NUMBERS2 = (109, 60, 146, 9)
+NUMBERS2_PATH = DATA / "claims_gold_train_numbers2.jsonl"
+
+
+def test_second_train_numbers_supplement_is_valid_and_has_the_documented_counts():
+    records = read_gold(NUMBERS2_PATH)
+    assert gold_problems(records) == []
+    for record in records:
+        assert set(record) == {"id", "source", "abstract", "claims"}
+        assert record["source"].startswith("scitldr-train#")
+        assert re.search(r"[0-9]", record["abstract"]), "only digit-bearing abstracts are drawn"
+        for claim in record["claims"]:
+            assert set(claim) == CLAIM_KEYS, record["source"]
+            assert claim["evidence"] in record["abstract"], "evidence is an exact substring"
+            assert claim["metric"] not in claim["metric_ok"]
+            assert all(isinstance(m, str) and m.strip() for m in claim["metric_ok"])
+            assert claim["statement"].strip()
+            if claim["kind"] == "qualitative":
+                assert claim["unit"] is None
+    claims = [c for r in records for c in r["claims"]]
+    counts = (
+        len(records),
+        sum(c["kind"] == "quantitative" for c in claims),
+        sum(c["kind"] == "qualitative" for c in claims),
+        sum(not r["claims"] for r in records),
+    )
+    assert counts == NUMBERS2
+    # it stops at the first abstract with which it holds 60 quantitative claims of its own
+    per_record = [_quantitative([r]) for r in records]
+    assert sum(per_record) >= QUANTITATIVE_TARGET > sum(per_record[:-1])
+    gold = load_gold(NUMBERS2_PATH)
+    result = score_claims(gold, gold, abstracts=load_gold_abstracts(NUMBERS2_PATH))
+    assert (result["fp"], result["fn"]) == (0, 0)
+
+
+def test_second_train_numbers_supplement_continues_the_first_and_shares_no_abstract():
+    ids = [r["id"] for r in read_gold(NUMBERS2_PATH)]
+    others = {
+        r["id"]
+        for name in (
+            *BASE_GOLD_FILES,
+            "claims_gold_dev_numbers.jsonl",
+            "claims_gold_train_numbers.jsonl",
+        )
+        for r in read_gold(DATA / name)
+    }
+    assert len(set(ids)) == len(ids) and not set(ids) & others
+    folder = _scitldr_dir()
+    if folder is None:
+        pytest.skip("SciTLDR split files not found beside the repository")
+    rows = [json.loads(line) for line in (folder / "train.jsonl").read_text().splitlines()]
+    rows.sort(key=lambda r: hashlib.sha256(r["paper_id"].encode("utf-8")).hexdigest())
+    other_gold = {r["id"] for name in BASE_GOLD_FILES for r in read_gold(DATA / name)}
+    candidates, seen, base_taken = [], set(), 0
+    for row in rows:
+        abstract = " ".join(row["source"])
+        key = text_hash(abstract)
+        if key in seen:
+            continue
+        seen.add(key)
+        if base_taken < SIZES["train"]:
+            base_taken += 1
+            continue
+        if key not in other_gold and re.search(r"[0-9]", abstract):
+            candidates.append((f"scitldr-train#{row['paper_id']}", abstract))
+    first = len(read_gold(numbers_path("train")))
+    got = [(r["source"], r["abstract"]) for r in read_gold(NUMBERS2_PATH)]
+    assert got == candidates[first : first + len(got)]
+
+
 # --- load_tags_gold and tags_gold_problems ----------------------------------------------
 
 

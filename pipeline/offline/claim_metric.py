@@ -44,8 +44,10 @@ _STOP = _words(
     """a an the of on in at by for to from with without over than and or but as via into onto
     under across between while when where which that this these those its their our his her
     is are was were be been being has have had can could may might will would should do does
+    report reports reported reporting retain maintain preserve comparing
     we it they up down only just about around roughly approximately nearly almost more less
     fewer higher lower better worse faster slower larger smaller compared respectively vs
+    easier harder simpler quicker sparser denser bigger greater shorter longer cheaper
     versus against each all both any some no not also still even further using used
     achieves achieve achieving achieved reaches reach reaching reached yields yield yielding
     obtains obtain obtaining gets get gives give giving shows show showing improves improve
@@ -78,8 +80,24 @@ _PLURALS = {
     "gains": "gain",
     "reductions": "reduction",
 }
+# "6x to 20x increases in throughput": a change noun (a stop word elsewhere) and its object
+_CHANGE_IN = re.compile(
+    r"\s+(?:improvements?|gains?|increases?|reductions?|decreases?|drops?|boosts?|rises?)"
+    r"\s+(?:in|of)\s+(?:terms\s+of\s+)?(?:the\s+)?",
+    _I,
+)
+# "by 16% (relative measure on success rate)", "120% (goal progress)": the quantity in words
+_PAREN_NAME = re.compile(r"\s*\((?P<name>[A-Za-z][A-Za-z' -]{2,60})\)")
+# "is 100 times easier than": the subject before "is" is what is compared, not a metric
+_COMPARED_AFTER = re.compile(
+    r"\s*(?:easier|harder|simpler|quicker|sparser|denser|bigger|greater|larger|smaller"
+    r"|better|worse|shorter|longer)\b",
+    _I,
+)
 _FASTER = re.compile(r"\)?\s*(?:\([^()]{1,20}\)\s*)?(?:faster|quicker)\b", _I)
-_COMPARATIVE = re.compile(r"\s*(?:less|fewer|lower|smaller|cheaper|higher|more|larger)\s+", _I)
+_COMPARATIVE = re.compile(
+    r"\s*(?:less|fewer|lower|smaller|cheaper|higher|more|larger|reduced|increased|improved)\s+", _I
+)
 _OBJECT = re.compile(r"\s+(?:in|of)\s+(?:terms\s+of\s+)?(?:the\s+)?", _I)
 _OF_BEFORE = re.compile(
     r"\s+(?:of|=|:|is|was|reaches|reached|at|of\s+at\s+least|of\s+up\s+to|of\s+over)\s*"
@@ -89,7 +107,7 @@ _OF_BEFORE = re.compile(
 )
 _BY_BEFORE = re.compile(
     r"\s+by\s+(?:about\s+|around\s+|over\s+|more\s+than\s+|up\s+to\s+|nearly\s+|almost\s+"
-    r"|roughly\s+|an?\s+(?:average|factor)\s+of\s+|[~∼≈]\s?)*$",
+    r"|roughly\s+|an?\s+(?:average\s+|overall\s+)?(?:factor\s+)?of\s+|[~∼≈]\s?)*$",
     _I,
 )
 _CHANGE_VERB = re.compile(
@@ -128,22 +146,27 @@ def quantitative_metric(
     previous: str | None,
     tail: Hit | None = None,
     item: bool = False,
+    list_previous: str | None = None,
 ) -> str | None:
     """The metric name of result `hit` in sentence `s`, or None (see the module docstring).
 
     `clause_start` bounds the look-back; `previous` is the metric of the result before it in
     the sentence; `tail` the last item of the list `hit` belongs to (its metric is the list's);
-    `item`: `hit` is one item of a list, whose metric may be named anywhere before it.
+    `item`: `hit` is one item of a list, whose metric may be named anywhere before it;
+    `list_previous`: the metric of the item before it in the same list, named when nothing
+    closer names one ("reduces the number of multiplications by 10.4x, 6.8x and 10.8x").
     """
     if hit.metric:
-        return hit.metric
+        return _name(hit.metric.split()) if hit.metric[-1] == "s" else hit.metric
     if tail is not None and tail is not hit:
         named = tail.metric or _after_number(s, tail)
         if named:
             return named
-    named = _after_number(s, hit)
+    named = _after_number(s, hit) or _paren_name(s, hit)
     if named:
         return named
+    if hit.unit == "x" and _COMPARED_AFTER.match(s, hit.end):
+        return list_previous  # "the pendulum problem is 100 times easier than ..."
     before = s[max(0, clause_start, hit.start - 100) : hit.start]
     if s.startswith("from", hit.start):
         passive = _PASSIVE_CHANGE.search(before)
@@ -161,7 +184,7 @@ def quantitative_metric(
         named = _known_metric(s[: hit.start])  # "73% Top-5 accuracy, outperforming A by 28%"
     if named is None and _AND_BY.search(before):
         named = previous  # "by 19% over A and by 9% over B"
-    return named
+    return named or list_previous
 
 
 def _after_number(s: str, hit: Hit) -> str | None:
@@ -170,7 +193,17 @@ def _after_number(s: str, hit: Hit) -> str | None:
     if faster:
         words, _end = _phrase_words(s, faster.end())  # "36% faster inference speed"
         return _name(words) if words and hit.unit != "x" else "speedup"
+    change = _CHANGE_IN.match(s, hit.end)
+    if change:
+        inner, _end = _phrase_words(s, change.end())
+        if inner and _metric_like(inner):
+            return _name(inner)
     comp = _COMPARATIVE.match(s, hit.end)
+    if comp:
+        obj = _OBJECT.match(s, comp.end() - 1)  # "11% higher in accuracy than ..."
+        inner = _phrase_words(s, obj.end())[0] if obj else []
+        if inner and _metric_like(inner):
+            return _name(inner)
     words, stop = _phrase_words(s, comp.end() if comp else hit.end)
     if not words:
         return None
@@ -180,6 +213,21 @@ def _after_number(s: str, hit: Hit) -> str | None:
             inner, _end = _phrase_words(s, obj.end())
             if inner and _metric_like(inner):
                 return _name(inner)
+    return _name(words)
+
+
+def _paren_name(s: str, hit: Hit) -> str | None:
+    """A parenthesis right after the number that names the quantity in two to six words
+    ('16% (relative measure on success rate)', '120% (goal progress)'); not an aside that
+    opens with a function word ('(on average)', '(e.g. ...)') or a single word ('(absolute)')."""
+    m = _PAREN_NAME.match(s, hit.end)
+    if m is None:
+        return None
+    words = m.group("name").split()
+    if not 2 <= len(words) <= 6 or words[0].lower() in _STOP or words[-1].lower() in _STOP:
+        return None
+    if not all(_WORD.fullmatch(w) for w in words):
+        return None
     return _name(words)
 
 
@@ -206,6 +254,8 @@ def _phrase_words(s: str, pos: int) -> tuple[list[str], int]:
             continue
         if len(words) == _MAX_WORDS or not _WORD.fullmatch(core) or core.lower() in _STOP:
             break
+        if words and len(core) > 4 and core.lower().endswith("ly"):
+            break  # "5% test accuracy improvement universally": an adverb ends the name
         words.append(core)
         end = m.start() + len(core)
         if core != token:
@@ -232,13 +282,20 @@ def _phrase_back(text: str) -> list[str]:
         if not _WORD.fullmatch(core) or core.lower() in _STOP or core.lower().endswith("ly"):
             if core.lower() in _NEGATION and words:
                 return []
-            if core.lower() == "and" and len(words) >= 2 and tokens:
+            if core.lower() == "and" and len(words) >= 2 and tokens and _modifier(tokens[-1]):
                 return words[-1:]  # "Top-1 and Top-5 error": coordinated modifiers, one head
             break
         words.insert(0, core)
         if core != token:
             break
     return words
+
+
+def _modifier(token: str) -> bool:
+    """A word that can modify a metric head ('Top-1' in 'Top-1 and Top-5 error'), not a number
+    or a function word ('166.3' in 'an IS of 166.3 and Frechet Inception Distance')."""
+    core = token.strip("(),\"'")
+    return bool(_WORD.fullmatch(core)) and core.lower() not in _STOP and core[:1].isalpha()
 
 
 def _before_of(before: str, s: str = "", hit: Hit | None = None) -> str | None:
@@ -313,7 +370,9 @@ def _known_metric(before: str) -> str | None:
     if head.lower() == "performance":
         return None
     if before[found.end() :].strip(" +−~∼≈:"):
-        return head  # named further back ("mean AUROC ... (Facebook +12.59%"): the bare name
+        return _name(
+            [head]
+        )  # named further back ("mean AUROC ... (Facebook +12.59%"): the bare name
     mods = [w for w in _phrase_back(before[: found.start()])[-2:] if not _CHANGE_NOUN.fullmatch(w)]
     return _name([*mods, head])
 

@@ -107,8 +107,9 @@ _FACTOR_OF = re.compile(r"\bfactor\s+of\s+(?:about\s+|around\s+|over\s+|up\s+to\
 # --- context -----------------------------------------------------------------------------
 
 _CONDITION_BEFORE = re.compile(
-    r"\b(?:using|with\s+only|on|at|under|prun\w*|mask\w*|remov\w*|dropp?\w*|keep\w*"
-    r"|sampl\w*|labell?ing|annotat\w*|freez\w*|retrain\w*)\s+(?:the\s+|a\s+)?(?:first\s+|top\s+|last\s+|random\s+"
+    r"\b(?:using|we\s+(?:only\s+)?use|with\s+only|on|at|under|prun\w*|mask\w*|remov\w*"
+    r"|dropp?\w*|keep\w*|sampl\w*|labell?ing|annotat\w*|freez\w*|retrain\w*)\s+(?:the\s+|a\s+)?"
+    r"(?:first\s+|top\s+|last\s+|random\s+"
     r"|only\s+|just\s+)?[~∼≈]?$",
     _I,
 )
@@ -153,12 +154,15 @@ _CONDITION_WHEN = re.compile(r"\b(?:when|whenever|if|where|once)\b[^,;:()]*$", _
 _MULT_AFTER = re.compile(
     r"\)?\s*(?:\([^()]{1,20}\)\s*)?(?:faster|speed-?ups?|accelerations?|fewer|less|smaller"
     r"|cheaper|lower|reductions?|compression|improvements?|higher|more|better|gains?|increases?"
-    r"|throughput|larger|worse|slower|shorter|longer)\b",
+    r"|throughput|larger|worse|slower|shorter|longer|easier|harder|simpler|quicker|sparser"
+    r"|denser|bigger|greater)\b",
     _I,
 )
 _MULT_BEFORE = re.compile(
-    r"(?:speed-?up|acceleration|up\s+to|by|achiev\w*|yield\w*|deliver\w*|reduc\w*|faster"
-    r"|cuts?|of|a|about|around|over|nearly|almost|roughly)\s*[~∼≈]?$",
+    r"(?:speed-?up|acceleration|up\s+to|by|achiev\w*|yield\w*|deliver\w*|reduc\w*|faster|compress\w*"
+    r"|sav\w*"
+    r"|cuts?|of|a|about|around|over|nearly|almost|roughly)\s*(?:more\s+than\s+|at\s+least\s+)?"
+    r"[~∼≈]?$",
     _I,
 )
 # "with only ~2% drop in accuracy": a change after the number makes it a result.
@@ -175,7 +179,7 @@ _MULT_SUBJECT = re.compile(
     _I,
 )
 _GAIN_BEFORE = re.compile(
-    r"(?:\bby|\+|\bof|\bgains?|\bimprov\w*)\s*(?:about\s+|over\s+|more\s+than\s+|up\s+to\s+"
+    r"(?:\bby|\+|\bof|\bgain\w*|\bimprov\w*)\s*(?:about\s+|over\s+|more\s+than\s+|up\s+to\s+"
     r"|nearly\s+|almost\s+|roughly\s+|around\s+)?[~∼≈]?\s?$",
     _I,
 )
@@ -192,13 +196,15 @@ _CHANGE_OF = re.compile(
     _I,
 )
 # "fails to outperform DQNs in 4 out of 5 games": a count of outcomes is a result.
-_OUT_OF = re.compile(r"\s+(?:out\s+of|of\s+the|of)\s+\d+\b")
+_OUT_OF = re.compile(r"\s+(?:(?:out\s+of|of\s+the|of)\s+\d+\b|of\s+(?:them|these|those)\b)")
 _COUNT_RESULT_BEFORE = re.compile(
     r"\b(?:outperform\w*|surpass\w*|beat\w*|exceed\w*|better|wins?|won|solv\w*|fails?|failed"
     r"|succeed\w*|best|match\w*|improv\w*)\b[^.;]*$",
     _I,
 )
 _BEAT = re.compile(r"\b(?:beat|beats|outperform\w*|surpass\w*|exceed\w*|lead\w*)\b", _I)
+_RESPECTIVELY = re.compile(r"\s*,?\s*respectively\b", _I)
+_IN_TERMS = re.compile(r"\s+in(?:\s+terms\s+of)?(?=\s)", _I)  # "up to 84 in F1-score"
 _BY_BEFORE = re.compile(r"\bby\s+(?:about\s+|around\s+|over\s+|more\s+than\s+|up\s+to\s+)?$", _I)
 _LIST_GAP = re.compile(
     r"\s*(?:(?:on|in|for)\s+(?:the\s+)?[A-Z][^,;:()]{0,30}?\s*)?(?:,\s*(?:and\s+|or\s+)?|(?:and|or)\s+"
@@ -207,11 +213,21 @@ _LIST_GAP = re.compile(
 # A baseline's own number: "the baseline's 3.46%", "compared to 3.46%", "(vs. 3.46%)".
 _BASELINE_BEFORE = re.compile(
     r"(?:\bbaselines?'?s?|\bbaselines'|\bcompared\s+(?:to|with)|\bversus|\bvs\.?|\bagainst"
+    r"|\bin\s+contrast\s+to|\bas\s+opposed\s+to|\b(?:improvements?|gains?)\s+over\s+(?=only|just)"
     r"|\bprevious(?:ly)?|\bprior|\bexisting|\b(?:prior|previous|existing)\s+(?:work|works|methods?"
     r"|approaches|art|best|sota|state[- ]of[- ]the[- ]art)(?:'s)?)\s*\(?\s*(?:the\s+|a\s+|an\s+"
     r"|only\s+|just\s+|their\s+|of\s+)*[~∼≈]?\s?$",
     _I,
 )
+# "compared to the previous state-of-the-art accuracy of 61.52%", "improving over the previous
+# best IS of 52.52": the value of a prior or best result named as the point of comparison.
+_BASELINE_VALUE = re.compile(
+    r"\b(?:over|compared\s+(?:to|with)|versus|vs\.?|against|than|in\s+contrast\s+to)\s+(?:the\s+)?"
+    r"(?:[\w-]+\s+){0,2}?(?:previous|prior|existing|earlier|best|state[- ]of[- ]the[- ]art|sota)"
+    r"\b[^,;:()]{0,40}?\b(?:of|at|is|was)\s+(?:only\s+|about\s+|around\s+|[~∼≈]\s?)?$",
+    _I,
+)
+_BASELINE_NEEDS = re.compile(r"previous|prior|existing|earlier|best|state|sota", _I)  # a cheap gate
 # "the 2.65% achieved by standard NAS": a number credited to another method.
 _BY_OTHERS_AFTER = re.compile(
     r"\s+(?:\w+\s+)?(?:achieved|obtained|reported|reached|attained)\s+by\s+(?!our\b|ours\b"
@@ -320,8 +336,10 @@ def _group_hits(s: str, group: list[_Item], first: int) -> list[Hit]:
     """Hits of one list: the last item's unit (or metric unit) fills items written without one;
     a setting or baseline context anywhere in the list makes the whole list no result."""
     tail = group[-1]
-    if len(group) > 1 and (tail.unit or tail.metric or _metric_after(s, tail)):
-        fill_unit, fill_metric = tail.unit, tail.metric or _metric_after(s, tail)
+    fill_unit, fill_metric = tail.unit, tail.metric or _metric_after(s, tail)
+    if len(group) > 1 and not (fill_unit or fill_metric):
+        fill_metric = _respectively_metric(s, group)
+    if len(group) > 1 and (fill_unit or fill_metric):
         group = [
             it if it.unit or it.metric else _Item(
                 it.start, it.num_start, it.num_end, it.end, it.value, fill_unit, fill_metric,
@@ -343,6 +361,21 @@ def _group_hits(s: str, group: list[_Item], first: int) -> list[Hit]:
         if hit is not None:
             out.append(Hit(hit.start, hit.end, hit.num_start, hit.value, hit.unit, hit.metric, gid))
     return out
+
+
+def _respectively_metric(s: str, group: list[_Item]) -> str | None:
+    """'The average accuracy of A, B and C are 78.86, 74.76 and 82.46 respectively': a list of
+    bare scores closed by 'respectively', its metric named before it in the sentence."""
+    if not _RESPECTIVELY.match(s, group[-1].end):
+        return None
+    for item in group:
+        number = item.value.lstrip("+−").replace(",", "")
+        if "." not in number and (len(number) > 3 or int(number) > 100):
+            return None  # years, sizes, counts
+    found = None
+    for m in METRIC_CONTEXT.finditer(s, max(0, group[0].start - 150), group[0].start):
+        found = m
+    return found.group("head") if found else None
 
 
 def _metric_after(s: str, item: _Item) -> str | None:
@@ -378,7 +411,7 @@ def _accept(s: str, item: _Item, head: _Item, anchor: _Item) -> Hit | None:
     elif (
         unit not in _RATIO_UNITS
         and item.metric is None
-        and not _MEASURE_CUE.search(s, max(0, head.start - 60), head.start)
+        and not _MEASURE_CUE.search(s, cue_start(s, head.start), head.start)
         and not _MULT_AFTER.match(s, anchor.end)
     ):
         return None  # "80 GB GPUs", "trained for 3 hours": setup unless something got cheaper
@@ -389,11 +422,22 @@ def _accept(s: str, item: _Item, head: _Item, anchor: _Item) -> Hit | None:
     return Hit(item.start, end, item.num_start, item.value, unit, item.metric)
 
 
+def cue_start(s: str, pos: int) -> int:
+    """Where the words that make a number before `pos` a result are looked for: 60 characters
+    back, or further to the start of its clause, up to 120 ('reduce the processing time for
+    one of the largest competitions by 12 days')."""
+    clause = max(s.rfind(c, 0, pos) for c in ",;:") + 1
+    return max(0, min(pos - 60, max(clause, pos - 120)))
+
+
 def _bare_metric(s: str, item: _Item, before: str) -> Hit | None:
     """A unitless number tied to a metric: 'BLEU of 32.1', '0.91 AUROC', 'by 2.1' (decimal)."""
     number = item.value.lstrip("+−")
     decimal = "." in number
     after = METRIC_AFTER.match(s, item.num_end)
+    if after is None:
+        in_terms = _IN_TERMS.match(s, item.num_end)
+        after = METRIC_AFTER.match(s, in_terms.end()) if in_terms else None
     if item.metric:  # filled in from the list's tail ("15.68, 15.13 and 1.75 BLEU")
         return Hit(item.start, item.num_end, item.num_start, item.value, None, item.metric)
     out_of = _OUT_OF.match(s, item.num_end)
@@ -444,7 +488,14 @@ def _is_setting(s: str, head: _Item, anchor: _Item) -> bool:
 def _is_baseline(s: str, head: _Item, anchor: _Item) -> bool:
     """A baseline's own number, not the paper's result."""
     before = s[max(0, head.start - 40) : head.start]
-    if _BASELINE_BEFORE.search(before) or _BY_OTHERS_AFTER.match(s, anchor.end):
+    if _BASELINE_BEFORE.search(before):
+        # "better than the previous SOTA (29.7% improvement ...)": the gain, not its number
+        gain = _CHANGE_AFTER.match(s, anchor.end) or _MULT_AFTER.match(s, anchor.end)
+        return not (gain and before.rstrip().endswith("("))
+    if _BY_OTHERS_AFTER.match(s, anchor.end):
+        return True
+    window = s[max(0, head.start - 90) : head.start]
+    if _BASELINE_NEEDS.search(window) and _BASELINE_VALUE.search(window):
         return True
     clause = s[_clause_start(s, head.start) : head.start].strip()
     if _OTHERS_SUBJECT.match(clause) and not _FIRST_PERSON.search(clause):

@@ -103,7 +103,19 @@ def background_before(sentence: str, pos: int) -> bool:
     prefix = sentence[:pos]
     if FIRST_PERSON.found(prefix):
         return False
-    return _PRESENT_PERFECT.found(prefix) or "et al" in prefix
+    return _PRESENT_PERFECT.found(prefix) or ("et al" in prefix and _cites_outside_parens(prefix))
+
+
+def _cites_outside_parens(prefix: str) -> bool:
+    """Whether an 'et al' of `prefix` stands in the text itself ('Smith et al. report 90%'),
+    not in a citation in parentheses ('On the Winograd Schema Challenge (Levesque et al.,
+    2011), our models are 11% higher')."""
+    at = prefix.find("et al")
+    while at >= 0:
+        if prefix.rfind("(", 0, at) <= prefix.rfind(")", 0, at):
+            return True
+        at = prefix.find("et al", at + 5)
+    return False
 
 
 def clause_spans(s: str) -> list[tuple[int, int]]:

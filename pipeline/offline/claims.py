@@ -29,7 +29,7 @@ from pipeline.offline.claim_fields import (
     statement_of,
 )
 from pipeline.offline.claim_metric import quantitative_metric
-from pipeline.offline.claim_numbers import Hit, math_view, scan_numbers
+from pipeline.offline.claim_numbers import Hit, cue_start, math_view, scan_numbers
 from pipeline.offline.claim_qualitative import qualitative_claims
 from pipeline.offline.claim_text import (
     FIRST_PERSON,
@@ -199,16 +199,19 @@ def _is_background_sentence(sentence: str, idx: int, total: int) -> bool:
 
 
 def _about_others(sentence: str, pos: int) -> bool:
-    """Background before `pos`, or a number inside a clause about prior work ('..., which need 10x')."""
+    """Background before `pos`, or a number inside a relative clause about the prior work named
+    before it ('..., which need 10x')."""
     if background_before(sentence, pos):
         return True
     clause = sentence.rfind(",", 0, pos)
-    return bool(
-        clause > 0
-        and _RELATIVE.match(sentence, clause + 1)
-        and _PRIOR_MENTION.search(sentence, 0, clause)
-        and not FIRST_PERSON.found(sentence, 0, pos)
-    )
+    if clause <= 0 or not _RELATIVE.match(sentence, clause + 1):
+        return False
+    prior = None
+    for mention in _PRIOR_MENTION.finditer(sentence, 0, clause):
+        prior = mention
+    # "Our approach improves on previous approaches, including LipNet, which are only capable
+    # of 89.8%": no first person between the prior work named and the number
+    return prior is not None and not FIRST_PERSON.found(sentence, prior.end(), pos)
 
 
 def _quantitative(sentence: str) -> list[tuple[int, dict[str, Any]]]:
@@ -220,11 +223,13 @@ def _quantitative(sentence: str) -> list[tuple[int, dict[str, Any]]]:
     segments = clause_spans(sentence)
     out: list[tuple[int, dict[str, Any]]] = []
     previous: dict[str, Any] | None = None
+    previous_hit: Hit | None = None
     for hit in hits:
-        claim = _quantitative_claim(sentence, hit, hits, segments, previous)
+        same_list = previous_hit is not None and previous_hit.group == hit.group >= 0
+        claim = _quantitative_claim(sentence, hit, hits, segments, previous, same_list)
         if claim is not None:
             out.append((hit.start, claim))
-            previous = claim
+            previous, previous_hit = claim, hit
     return out
 
 
@@ -237,7 +242,7 @@ def _has_digit(s: str) -> bool:
 def _describes_method(sentence: str, first: Hit) -> bool:
     """A method or setup sentence ('we mask 15% of tokens') with no result cue near its numbers."""
     if _METHOD_SENTENCE.found(sentence) or _PASSIVE_METHOD.found(sentence, 0, first.start):
-        return not _RESULT_CUE.found(sentence, max(0, first.start - 60))
+        return not _RESULT_CUE.found(sentence, cue_start(sentence, first.start))
     return _SETUP_SENTENCE.found(sentence) and not _RESULT_CUE.found(sentence)
 
 
@@ -247,6 +252,7 @@ def _quantitative_claim(
     hits: list[Hit],
     segments: list[tuple[int, int]],
     previous: dict[str, Any] | None,
+    same_list: bool = False,
 ) -> dict[str, Any] | None:
     span, head = _evidence_span(s, hit, hits, segments)
     if span[1] - span[0] < _MIN_EVIDENCE_CHARS:
@@ -271,6 +277,7 @@ def _quantitative_claim(
             previous["metric"] if previous else None,
             _list_tail(hit, hits),
             item or _after_colon(s, segment_at(segments, hit.num_start)[0]),
+            previous["metric"] if previous and same_list else None,
         ),
         "value": hit.value,
         "unit": hit.unit,
@@ -322,10 +329,12 @@ def _list_tail(hit: Hit, hits: list[Hit]) -> Hit | None:
 
 def _widen_item(s: str, span: tuple[int, int], hit: Hit, hits: list[Hit]) -> tuple[int, int]:
     """A list item too short to stand as evidence ('18.2%') with its left neighbour item
-    ('14.4%, 18.2%'), or its right one when it comes first."""
+    ('14.4%, 18.2%'), or its right one when it comes first or that is still too short."""
     i = hits.index(hit)
     if i > 0:
-        return strip_span(s, hits[i - 1].num_start, span[1])
+        span = strip_span(s, hits[i - 1].num_start, span[1])
+        if span[1] - span[0] >= _MIN_EVIDENCE_CHARS or i + 1 == len(hits):
+            return span  # '8%, 15%, and 6%': '8%, 15%' is still too short, take '6%' too
     if i + 1 < len(hits):
         return strip_span(s, span[0], hits[i + 1].end)
     return span
