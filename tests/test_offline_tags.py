@@ -463,7 +463,9 @@ def test_keywords_are_whole_noun_phrases(text: str, fragment: str, tax: Taxonomy
 def test_context_rules_name_real_tags_and_synonyms(tax: Taxonomy) -> None:
     for tag_id, phrases in tag_rules.WEAK.items():
         names = {n.lower() for n in (tax.tags[tag_id].label, *tax.tags[tag_id].synonyms)}
+        names |= {n.lower() for n in tag_rules.EXTRA_SYNONYMS.get(tag_id, ())}
         assert {p.lower() for p in phrases} <= names, tag_id
+    assert set(tag_rules.EXTRA_SYNONYMS) <= set(tax.tags)
     assert set(tag_rules.CUES) <= set(tax.tags)
     assert set(tag_rules.FAMILY_SUFFIXES.values()) <= set(tax.tags)
     for (tag_id, phrase), other in tag_rules.FALLBACK.items():
@@ -476,3 +478,69 @@ def test_weak_language_model_falls_back_to_language_modelling(tax: Taxonomy) -> 
     assert "large-language-models" not in match_tags(rnn, tax)[0]
     bert = "We probe a large pretrained language model (BERT) on syntax; the language model fails."
     assert "large-language-models" in match_tags(bert, tax)[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "tag"),
+    [
+        # British spellings fold onto the American ones the taxonomy lists
+        (
+            "We study over-parameterised networks and their optimisation landscape.",
+            "deep-learning-theory",
+        ),
+        ("A novel regularisation technique for deep networks.", "regularization-objectives"),
+        # a prefix written with a hyphen: overparameterized = over-parameterized
+        (
+            "We show that over-parameterized networks converge; over-parameterization helps.",
+            "deep-learning-theory",
+        ),
+        (
+            "Tuning hyper-parameter optimization for large models is costly.",
+            "bayesian-optimization",
+        ),
+        # offline-only phrasings of a tag's concept (tag_rules.EXTRA_SYNONYMS)
+        (
+            "Neural networks are universal approximators; we prove depth helps them.",
+            "deep-learning-theory",
+        ),
+        (
+            "We propose a deep latent variable model of images and train it with a new prior.",
+            "generative-modeling",
+        ),
+        (
+            "We quantize gradients to 2 bits and show that quantizing them keeps accuracy.",
+            "quantization",
+        ),
+        (
+            "The agent learns a value function and a reward function from the action space.",
+            "reinforcement-learning",
+        ),
+    ],
+)
+def test_spelling_variants_and_offline_synonyms(text: str, tag: str, tax: Taxonomy) -> None:
+    assert tag in match_tags(text, tax)[0]
+
+
+def test_offline_synonyms_are_not_taxonomy_phrases_of_another_tag(tax: Taxonomy) -> None:
+    owner = {}
+    for t in tax.tags.values():
+        for phrase in (t.label, *t.synonyms):
+            owner[phrase.lower()] = t.id
+    for tag_id, phrases in tag_rules.EXTRA_SYNONYMS.items():
+        for phrase in phrases:
+            assert owner.get(phrase.lower(), tag_id) == tag_id, phrase
+
+
+def test_neither_nor_mentions_are_negated(tax: Taxonomy) -> None:
+    text = (
+        "We study GAN training for word translation. Neither over-parameterization nor the batch "
+        "size reduces instability of GAN-based alignment; GAN training stays unstable."
+    )
+    assert "deep-learning-theory" not in match_tags(text, tax)[0]
+
+
+def test_a_bare_augmentation_needs_a_data_cue(tax: Taxonomy) -> None:
+    graph = "We interleave grammar-driven expansion with graph augmentation and message passing."
+    assert "data-augmentation" not in match_tags(graph, tax)[0]
+    image = "A simple augmentation that adds noise to random patches improves invariance of classifiers."
+    assert "data-augmentation" in match_tags(image, tax)[0]

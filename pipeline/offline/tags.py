@@ -74,7 +74,7 @@ MAX_CUE_HITS = 3  # one cue repeated counts at most this often
 MAX_PHRASE_KEYWORDS = 2  # repeated noun phrases fill at most this many keyword slots
 
 _TOKEN = re.compile(r"\w+")
-_NEGATORS = frozenset({"no", "without", "not", "nor"})
+_NEGATORS = frozenset({"no", "without", "not", "nor", "neither"})
 _SPLIT = re.compile(r"(\w+)")
 _SPLIT_ASCII = re.compile(r"([0-9A-Z_a-z]+)")  # `_SPLIT` on ASCII text, faster
 
@@ -112,6 +112,23 @@ def _stem(word: str) -> str:
     return word[:-1]
 
 
+# British -ise/-isation spellings fold onto -ize/-ization ("regularisation", "parametrised");
+# applied to synonyms and text alike, so only consistency matters, not linguistic accuracy.
+_BRITISH = (("isation", "ization"), ("isations", "izations"), ("ised", "ized"))
+_BRITISH += (("ising", "izing"), ("iser", "izer"), ("isers", "izers"), ("ise", "ize"))
+_BRITISH += (("ises", "izes"),)
+_BRITISH_ENDS = tuple(old for old, _new in _BRITISH)
+
+
+def _american(word: str) -> str:
+    """A lowercase word with a British -ise/-isation ending spelled -ize/-ization."""
+    if len(word) > 6 and word.endswith(_BRITISH_ENDS):
+        for old, new in _BRITISH:
+            if word.endswith(old):
+                return word[: -len(old)] + new
+    return word
+
+
 def _norm_abbrev(token: str) -> str:
     """Drop an acronym's plural 's' (GNNs -> GNN, NeRFs -> NeRF)."""
     if len(token) >= 3 and token.endswith("s") and (token[-2].isupper() or token[-2].isdigit()):
@@ -124,7 +141,7 @@ def _token_forms(token: str) -> tuple[str, str, str, str]:
     of one token."""
     token = token.strip("_")
     low = token.lower()
-    ci = _stem(low)
+    ci = _stem(_american(low))
     if _is_abbrev(token):
         return _norm_abbrev(token), ci, low, _suffix_of(_norm_abbrev(token))
     return ci, ci, low, ""
@@ -162,7 +179,26 @@ def _phrase_variants(phrase: str) -> list[tuple[bool, tuple[str, ...]]]:
         if "-" in chunk:
             joined = phrase.replace(chunk, chunk.replace("-", ""))
             variants.append(tuple(_forms(t)[slot] for t in _TOKEN.findall(joined)))
+    if not sensitive:  # "overparameterized" is also written "over-parameterized"
+        for k, token in enumerate(tokens):
+            head = _prefix_of(token.lower())
+            if head:
+                split = (*tokens[:k], head, token[len(head) :], *tokens[k + 1 :])
+                variants.append(tuple(_forms(t)[1] for t in split))
     return [(sensitive, v) for v in dict.fromkeys(variants)]
+
+
+# Prefixes that a word is also written with a hyphen after (over-parameterized, pre-trained).
+_PREFIXES = ("over", "multi", "hyper", "semi", "non", "sub")
+
+
+def _prefix_of(word: str) -> str:
+    """The hyphenable prefix a lowercase word starts with ('' if none, or if too little
+    follows it to be a word of its own)."""
+    for head in _PREFIXES:
+        if word.startswith(head) and len(word) - len(head) >= 5:
+            return head
+    return ""
 
 
 # What the analysis needs of one token, computed once per distinct token: `_token_forms`
@@ -215,6 +251,10 @@ class Matcher:
                 for sensitive, key in _phrase_variants(phrase):
                     self._add(sensitive, key, tag.id, phrase)
         tags = self.taxonomy.tags
+        for tag_id, phrases in tag_rules.EXTRA_SYNONYMS.items():
+            for phrase in phrases if tag_id in tags else ():
+                for sensitive, key in _phrase_variants(phrase):
+                    self._add(sensitive, key, tag_id, phrase)
         for tag_id, phrases in tag_rules.WEAK.items():
             for phrase in phrases if tag_id in tags else ():
                 for _sensitive, key in _phrase_variants(phrase):
