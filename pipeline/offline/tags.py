@@ -114,9 +114,16 @@ def _stem(word: str) -> str:
 
 # British -ise/-isation spellings fold onto -ize/-ization ("regularisation", "parametrised");
 # applied to synonyms and text alike, so only consistency matters, not linguistic accuracy.
-_BRITISH = (("isation", "ization"), ("isations", "izations"), ("ised", "ized"))
-_BRITISH += (("ising", "izing"), ("iser", "izer"), ("isers", "izers"), ("ise", "ize"))
-_BRITISH += (("ises", "izes"),)
+_BRITISH: tuple[tuple[str, str], ...] = (
+    ("isation", "ization"),
+    ("isations", "izations"),
+    ("ised", "ized"),
+    ("ising", "izing"),
+    ("iser", "izer"),
+    ("isers", "izers"),
+    ("ise", "ize"),
+    ("ises", "izes"),
+)
 _BRITISH_ENDS = tuple(old for old, _new in _BRITISH)
 
 
