@@ -544,3 +544,42 @@ def test_a_bare_augmentation_needs_a_data_cue(tax: Taxonomy) -> None:
     assert "data-augmentation" not in match_tags(graph, tax)[0]
     image = "A simple augmentation that adds noise to random patches improves invariance of classifiers."
     assert "data-augmentation" in match_tags(image, tax)[0]
+
+
+def test_nets_is_short_for_networks(tax: Taxonomy) -> None:
+    text = (
+        "Generative adversarial nets are hard to train; we stabilise generative adversarial nets."
+    )
+    assert match_tags(text, tax)[0][0] == "generative-adversarial-networks"
+
+
+def test_a_benchmark_or_backbone_named_once_is_context_not_topic(tax: Taxonomy) -> None:
+    text = (
+        "We propose a repulsive loss for MMD-GAN training and a bounded kernel for the "
+        "discriminator. The GAN is trained on CIFAR-10 and CelebA and improves the FID of GANs."
+    )
+    assert "image-classification" not in match_tags(text, tax)[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        (
+            "We shed light on depth by proving that deep networks need fewer neurons.",
+            "theoretical-analysis",
+        ),
+    ],
+)
+def test_proving_is_a_theory_cue(text: str, kind: str, tax: Taxonomy) -> None:
+    assert kind in match_tags(text, tax)[0]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We derive a REINFORCE estimator with baseline and sample sequences without replacement.",
+        "We focus on cases where linear maps provably exist and stabilise GAN-based alignment.",
+    ],
+)
+def test_derive_or_provably_alone_is_not_a_theory_paper(text: str, tax: Taxonomy) -> None:
+    assert "theoretical-analysis" not in match_tags(text, tax)[0]

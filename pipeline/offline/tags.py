@@ -50,6 +50,9 @@ _MAX_CHARS = 20_000
 
 # Tags that say little on their own; their mentions count less (ids not in a taxonomy are ignored).
 BROAD_TAGS: dict[str, float] = {
+    # context more often than topic: the backbone or benchmark of a paper about something else
+    "convolutional-networks": 0.75,
+    "image-classification": 0.75,
     "large-language-models": 0.45,
     "transformers": 0.6,
     "reasoning": 0.6,
@@ -136,6 +139,11 @@ def _american(word: str) -> str:
     return word
 
 
+# "neural nets", "adversarial nets": the short form of "network" (inside a phrase only; no
+# synonym is the word alone).
+_NET = {"net": "network", "nets": "network"}
+
+
 def _norm_abbrev(token: str) -> str:
     """Drop an acronym's plural 's' (GNNs -> GNN, NeRFs -> NeRF)."""
     if len(token) >= 3 and token.endswith("s") and (token[-2].isupper() or token[-2].isdigit()):
@@ -148,7 +156,7 @@ def _token_forms(token: str) -> tuple[str, str, str, str]:
     of one token."""
     token = token.strip("_")
     low = token.lower()
-    ci = _stem(_american(low))
+    ci = _NET.get(low) or _stem(_american(low))
     if _is_abbrev(token):
         return _norm_abbrev(token), ci, low, _suffix_of(_norm_abbrev(token))
     return ci, ci, low, ""
@@ -645,8 +653,12 @@ _SEQ_CUES: list[tuple[str, tuple[str, ...], float]] = [
     ("new-method", ("outperform|outperforms|outperforming|outperformed",), 1.0),
     ("new-method", ("novel", "method|approach|framework|architecture|algorithm"), 1.0),
     ("theoretical-analysis", ("we", "prove"), 2.5),
-    ("theoretical-analysis", ("we", "derive"), 1.2),  # also estimators and update rules
-    ("theoretical-analysis", ("theorem|theorems|provable|provably|guarantee|guarantees",), 1.2),
+    ("theoretical-analysis", ("proving",), 1.5),  # "by proving that"; "proves" rather "works"
+    # "we derive" (also estimators and update rules) and "provably" (also a method's property:
+    # "provably robust") need a second cue
+    ("theoretical-analysis", ("we", "derive"), 0.9),
+    ("theoretical-analysis", ("theorem|theorems|guarantee|guarantees",), 1.2),
+    ("theoretical-analysis", ("provable|provably",), 0.9),
     (
         "theoretical-analysis",
         ("upper|lower|generalization|regret|error|tight", "bound|bounds"),
