@@ -285,6 +285,9 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "expressiveness of",
         "theory of deep learning",
         "theoretical understanding of deep",
+        "one-hidden-layer",
+        "two-layer neural network",
+        "parameter recovery",
     ),
     "generative-modeling": (
         "deep generative",
@@ -297,6 +300,8 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "likelihood-based model",
         "generated samples",
         "sample diversity",
+        "implicit model",
+        "implicit probabilistic model",
     ),
     "evaluation-methodology": (
         "model assessment",
@@ -343,7 +348,18 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "generating text",
         "text generator",
     ),
-    "quantization": ("quantize", "quantizing", "quantizer", "binarization"),
+    "quantization": (
+        "quantize",
+        "quantizing",
+        "quantizer",
+        "binarization",
+        "reduced precision",
+        "numeric precision",
+        "binary weights",
+        "1-bit",
+        "2-bit",
+        "16-bit",
+    ),
     "image-generation": (
         "generate images",
         "generating images",
@@ -424,6 +440,7 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "certified defense",
         "verified robustness",
         "robustness certificate",
+        "randomized smoothing",
     ),
     "theorem-proving": ("verification of neural networks", "verifying neural networks"),
     "transformers": (
@@ -494,4 +511,9 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "language representation model",
         "pretrained language representations",
     ),
+    "dialogue-systems": ("dialog", "dialog agent", "dialogue agent"),
+    "image-generation": ("image manipulation", "text-guided image"),
+    "games": ("game ai", "mobile game"),
+    "speech-audio": ("acoustic model", "pitch detection", "music transcription"),
+    "reasoning": ("common sense", "commonsense", "commonsense knowledge"),
 }
