@@ -365,6 +365,8 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "generating images",
         "image generator",
         "synthesized images",
+        "image manipulation",
+        "text-guided image",
     ),
     "low-level-vision": (
         "image compression",
@@ -512,7 +514,6 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "pretrained language representations",
     ),
     "dialogue-systems": ("dialog", "dialog agent", "dialogue agent"),
-    "image-generation": ("image manipulation", "text-guided image"),
     "games": ("game ai", "mobile game"),
     "speech-audio": ("acoustic model", "pitch detection", "music transcription"),
     "reasoning": ("common sense", "commonsense", "commonsense knowledge"),
