@@ -583,3 +583,21 @@ def test_proving_is_a_theory_cue(text: str, kind: str, tax: Taxonomy) -> None:
 )
 def test_derive_or_provably_alone_is_not_a_theory_paper(text: str, tax: Taxonomy) -> None:
     assert "theoretical-analysis" not in match_tags(text, tax)[0]
+
+
+def test_an_enumeration_of_many_tasks_is_not_the_topic(tax: Taxonomy) -> None:
+    text = (
+        "We propose NovoGrad, an adaptive stochastic gradient descent method with layer-wise "
+        "normalization and decoupled weight decay. In experiments on image classification, speech "
+        "recognition, machine translation and language modeling it matches SGD with momentum."
+    )
+    tags = match_tags(text, tax)[0]
+    assert tags[0] == "optimization-algorithms"
+    assert not {"speech-audio", "machine-translation", "image-classification"} & set(tags)
+
+
+def test_fine_tuning_means_llm_fine_tuning_only_with_a_language_model_cue(tax: Taxonomy) -> None:
+    cnn = "Network pruning is a three-stage pipeline: training, pruning and fine-tuning of the pruned CNN."
+    assert "llm-fine-tuning" not in match_tags(cnn, tax)[0]
+    bert = "We study fine-tuning of BERT; fine-tuning all layers of the language model is costly."
+    assert "llm-fine-tuning" in match_tags(bert, tax)[0]

@@ -67,6 +67,7 @@ BROAD_TAGS: dict[str, float] = {
 }
 TITLE_WEIGHT = 2.0  # mentions in a title line
 LEAD_WEIGHT = 1.5  # mentions in the first two sentences
+LIST_WEIGHT = 0.5  # mentions inside an enumeration of three or more tags
 CONTRIBUTION_PHRASE_WEIGHT = 0.3  # a bare "benchmark" or "analysis" is weak evidence of the type
 MIN_SCORE = 1.2  # a topical tag needs about one full mention ...
 RELATIVE_SCORE = 0.2  # ... and this fraction of the best tag's score
@@ -423,7 +424,8 @@ class _Analysis:
         if matcher.families and any(families):
             found = _with_families(found, families, matcher.families)
         found = [m for m in found if not self._cancelled(m)]
-        self.mentions = _weigh(_in_context(found, matcher, cs, ci), text)
+        weighed = _weigh(_in_context(found, matcher, cs, ci), text)
+        self.mentions = _listed(weighed, self.lower, self.gaps)
 
     def _cancelled(self, m: Mention) -> bool:
         """A negated ('without RLHF'), contrasted ('unlike GANs') or hyphen-qualified
@@ -549,6 +551,37 @@ def _weigh(spans: list[Mention], text: str) -> list[Mention]:
         else:
             out.append(Mention(tag, start, end, weight))
     return out
+
+
+def _listed(mentions: list[Mention], lower: tuple[str, ...], gaps: list[str]) -> list[Mention]:
+    """Mentions of three or more tags in one enumeration ("image classification, speech
+    recognition, machine translation and language modeling"; "regularization, Bayesian neural
+    nets, exploration in RL and evolution strategies") weigh LIST_WEIGHT: a paper evaluated on
+    or motivated by many things is about none of them in particular."""
+    if len(mentions) < 3:
+        return mentions
+    out = mentions
+    run = [0]
+    for k in range(1, len(mentions) + 1):
+        if k < len(mentions):
+            prev, cur = mentions[k - 1], mentions[k]
+            words = lower[prev.end : cur.start]  # 0-2 tokens between, then a comma, "and", "or"
+            if len(words) <= 2 and (
+                not _LINKS.isdisjoint(words)
+                or any("," in g for g in gaps[prev.end - 1 : cur.start])
+            ):
+                run.append(k)
+                continue
+        if len(run) >= 3 and len({mentions[j].tag for j in run}) >= 3:
+            if out is mentions:
+                out = list(mentions)
+            for j in run:
+                out[j] = out[j]._replace(weight=out[j].weight * LIST_WEIGHT)
+        run = [k]
+    return out
+
+
+_LINKS = frozenset({"and", "or"})
 
 
 # Acronym definitions ------------------------------------------------------------------------
