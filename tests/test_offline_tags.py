@@ -606,3 +606,14 @@ def test_fine_tuning_means_llm_fine_tuning_only_with_a_language_model_cue(tax: T
     assert "llm-fine-tuning" not in match_tags(cnn, tax)[0]
     bert = "We study fine-tuning of BERT; fine-tuning all layers of the language model is costly."
     assert "llm-fine-tuning" in match_tags(bert, tax)[0]
+
+
+def test_sequential_tasks_and_polynomial_time_need_a_second_cue(tax: Taxonomy) -> None:
+    rnn = "Unitary RNNs reach state-of-the-art results in a variety of sequential tasks."
+    assert "continual-learning" not in match_tags(rnn, tax)[0]
+    cl = (
+        "We learn sequential tasks without catastrophic forgetting; sequential tasks share a model."
+    )
+    assert "continual-learning" in match_tags(cl, tax)[0]
+    fast = "Our ranking of policies runs in polynomial time; polynomial time makes it scale."
+    assert "complexity-theory" not in match_tags(fast, tax)[0]

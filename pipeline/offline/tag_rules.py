@@ -28,6 +28,8 @@ WEAK: dict[str, tuple[str, ...]] = {
     "optimal-transport": ("wasserstein",),
     "large-language-models": ("language model", "LM", "foundation model"),
     "llm-fine-tuning": ("fine-tuning",),
+    "continual-learning": ("sequential tasks",),
+    "complexity-theory": ("polynomial time",),
     "multimodal-learning": ("modality", "multimodal", "multi-modal"),
     "genomics-biology": ("DNA", "RNA", "single-cell"),
     "healthcare-medicine": ("biomedical", "patient", "diagnosis", "clinical", "medical"),
@@ -113,6 +115,8 @@ CUES: dict[str, tuple[str, ...]] = {
         "aleatoric",
     ),
     "optimal-transport": ("transport", "sinkhorn", "coupling", "earth", "barycenter"),
+    "continual-learning": ("forgetting", "continual", "lifelong", "incremental"),
+    "complexity-theory": ("np-hard", "np-complete", "hardness", "complexity class", "intractable"),
     "llm-fine-tuning": (
         "llm",
         "language model",
