@@ -617,3 +617,13 @@ def test_sequential_tasks_and_polynomial_time_need_a_second_cue(tax: Taxonomy) -
     assert "continual-learning" in match_tags(cl, tax)[0]
     fast = "Our ranking of policies runs in polynomial time; polynomial time makes it scale."
     assert "complexity-theory" not in match_tags(fast, tax)[0]
+
+
+def test_a_negator_reaches_over_filler_words(tax: Taxonomy) -> None:
+    text = (
+        "We navigate web pages with deep Q-learning and a graph neural network, matching prior "
+        "work without the use of expert demonstrations."
+    )
+    assert "imitation-learning" not in match_tags(text, tax)[0]
+    positive = text.replace("without the use of", "with the help of")
+    assert "imitation-learning" in match_tags(positive + " Expert demonstrations help.", tax)[0]

@@ -303,6 +303,10 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "one-hidden-layer",
         "two-layer neural network",
         "parameter recovery",
+        "dynamics of gradient descent",
+        "gradient descent dynamics",
+        "vanishing gradient",
+        "exploding gradient",
     ),
     "generative-modeling": (
         "deep generative",
@@ -388,6 +392,7 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "image codec",
         "lossy compression",
         "denoising images",
+        "computational imaging",
     ),
     "dimensionality-reduction": (
         "dimension reduction",
@@ -443,6 +448,7 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "iterated learning",
         "language evolution",
         "linguist",
+        "infant",
     ),
     "adversarial-robustness": (
         "adversarial sample",
@@ -503,9 +509,17 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "minimax problem",
         "min-max problem",
         "adaptive learning rate",
+        "first-order algorithm",
+        "adaptive gradient",
     ),
     "graph-learning": ("spatio-temporal graph",),
-    "robotics-control": ("system identification", "model predictive control"),
+    "robotics-control": (
+        "system identification",
+        "model predictive control",
+        "drone",
+        "unmanned aerial",
+        "quadrotor",
+    ),
     "distributed-optimization": (
         "distributed machine learning",
         "asynchronous sgd",
@@ -530,6 +544,45 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
     ),
     "dialogue-systems": ("dialog", "dialog agent", "dialogue agent"),
     "games": ("game ai", "mobile game"),
-    "speech-audio": ("acoustic model", "pitch detection", "music transcription"),
+    "speech-audio": (
+        "acoustic model",
+        "pitch detection",
+        "music transcription",
+        "speaker separation",
+        "voice separation",
+        "cocktail party",
+    ),
     "reasoning": ("common sense", "commonsense", "commonsense knowledge"),
+    "meta-learning": (
+        "few-shot",
+        "low-shot",
+    ),
+    "generalization-ood": (
+        "dataset bias",
+        "annotation artifact",
+        "shortcut learning",
+        "out-of-domain",
+    ),
+    "societal-impact": (
+        "ethical",
+        "ethics",
+    ),
+    "3d-vision": (
+        "stereo matching",
+        "disparity estimation",
+        "stereo",
+    ),
+    "similarity-search": (
+        "minhash",
+        "locality-sensitive hashing",
+    ),
+    "exploration": (
+        "hard exploration",
+        "hard-exploration",
+    ),
+    "imitation-learning": (
+        "expert demonstrations",
+        "human demonstrations",
+    ),
+    "code-generation": ("code synthesis",),
 }

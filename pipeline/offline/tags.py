@@ -79,6 +79,11 @@ MAX_PHRASE_KEYWORDS = 2  # repeated noun phrases fill at most this many keyword 
 
 _TOKEN = re.compile(r"\w+")
 _NEGATORS = frozenset({"no", "without", "not", "nor", "neither"})
+# Words that may stand between a negator and what it negates ("without the use of X").
+_NEGATION_FILLERS = frozenset(
+    {"the", "a", "an", "any", "use", "of", "need", "for", "explicit", "using", "requiring"}
+)
+_NEGATION_REACH = 5
 _SPLIT = re.compile(r"(\w+)")
 _SPLIT_ASCII = re.compile(r"([0-9A-Z_a-z]+)")  # `_SPLIT` on ASCII text, faster
 
@@ -433,6 +438,11 @@ class _Analysis:
         lower, start = self.lower, m.start
         before = lower[max(0, start - 2) : start]
         if not _NEGATORS.isdisjoint(before):
+            return True
+        k = start - 1  # "without the use of expert demonstrations", "no need for any labels"
+        while k >= 0 and start - k <= _NEGATION_REACH and lower[k] in _NEGATION_FILLERS:
+            k -= 1
+        if k >= 0 and k < start - 2 and lower[k] in _NEGATORS:
             return True
         if m.end < len(lower) and self.gaps[m.end - 1] == "-" and lower[m.end] in _SUFFIX_BLOCKERS:
             return True
