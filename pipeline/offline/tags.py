@@ -51,8 +51,8 @@ _MAX_CHARS = 20_000
 # Tags that say little on their own; their mentions count less (ids not in a taxonomy are ignored).
 BROAD_TAGS: dict[str, float] = {
     # context more often than topic: the backbone or benchmark of a paper about something else
-    "convolutional-networks": 0.75,
-    "image-classification": 0.75,
+    "convolutional-networks": 0.6,
+    "image-classification": 0.6,
     "large-language-models": 0.45,
     "transformers": 0.6,
     "reasoning": 0.6,
