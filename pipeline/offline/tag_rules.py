@@ -352,6 +352,8 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "layer skipping",
         "skip layers",
         "anytime prediction",
+        "adaptive computation",
+        "dynamic depth",
         "early prediction",
         "gating module",
         "early-exit",
@@ -411,6 +413,7 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "entropy regularization",
     ),
     "reinforcement-learning": (
+        "reward",
         "reward function",
         "reward signal",
         "expected reward",
@@ -585,4 +588,9 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "human demonstrations",
     ),
     "code-generation": ("code synthesis",),
+    "self-supervised-learning": ("self-supervision",),
+    "parameter-efficient-fine-tuning": (
+        "parameter-efficient transfer",
+        "parameter-efficient adaptation",
+    ),
 }
