@@ -627,3 +627,26 @@ def test_a_negator_reaches_over_filler_words(tax: Taxonomy) -> None:
     assert "imitation-learning" not in match_tags(text, tax)[0]
     positive = text.replace("without the use of", "with the help of")
     assert "imitation-learning" in match_tags(positive + " Expert demonstrations help.", tax)[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "tag", "not_tag"),
+    [
+        (
+            "Variational auto-encoders (VAEs) learn latent variables; auto-encoders do not.",
+            "variational-autoencoders",
+            None,
+        ),
+        (
+            "We fine-tune RoBERTa and ALBERT on reading comprehension.",
+            "large-language-models",
+            None,
+        ),
+        ("We train DQN and DDPG agents to maximise the reward.", "reinforcement-learning", None),
+    ],
+)
+def test_hyphenated_and_named_model_families(
+    text: str, tag: str, not_tag: str | None, tax: Taxonomy
+) -> None:
+    tags = match_tags(text, tax)[0]
+    assert tag in tags and (not_tag is None or not_tag not in tags)

@@ -318,6 +318,7 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "generative latent variable model",
         "likelihood-based model",
         "generated samples",
+        "auto-regressive model",
         "sample diversity",
         "implicit model",
         "implicit probabilistic model",
@@ -415,6 +416,13 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
     "reinforcement-learning": (
         "reward",
         "reward function",
+        "DQN",
+        "A3C",
+        "A2C",
+        "DDPG",
+        "TRPO",
+        "TD3",
+        "soft actor-critic",
         "reward signal",
         "expected reward",
         "cumulative reward",
@@ -593,4 +601,6 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "parameter-efficient transfer",
         "parameter-efficient adaptation",
     ),
+    "variational-autoencoders": ("variational auto-encoder",),
+    "transfer-learning": ("pre-trained network",),
 }
