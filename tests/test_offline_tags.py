@@ -638,7 +638,7 @@ def test_a_negator_reaches_over_filler_words(tax: Taxonomy) -> None:
             None,
         ),
         (
-            "We fine-tune RoBERTa and ALBERT on reading comprehension.",
+            "We fine-tune RoBERTa and ALBERT for reading comprehension; RoBERTa beats ALBERT.",
             "large-language-models",
             None,
         ),

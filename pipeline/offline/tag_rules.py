@@ -396,11 +396,13 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "lossy compression",
         "denoising images",
         "computational imaging",
+        "inverse problem",
     ),
     "dimensionality-reduction": (
         "dimension reduction",
         "data visualization",
         "low-dimensional embedding",
+        "low-dimensional space",
     ),
     "data-augmentation": ("augmentation", "augmented training data"),
     "bandits-online-learning": ("regret", "no-regret", "sublinear regret", "online-to-batch"),
@@ -445,6 +447,9 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "importance score",
         "relevance score",
         "attribution",
+        "guided backpropagation",
+        "relevance propagation",
+        "attribution map",
     ),
     "human-ai-interaction": (
         "crowdworker",
@@ -452,6 +457,7 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "crowdsourced",
         "mechanical turk",
         "human annotator",
+        "interactive visual exploration",
     ),
     "cognitive-science": (
         "cultural evolution",
@@ -522,6 +528,11 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "adaptive learning rate",
         "first-order algorithm",
         "adaptive gradient",
+        "manifold optimization",
+        "riemannian optimization",
+        "optimization on manifolds",
+        "coordinate descent",
+        "convex minimization",
     ),
     "graph-learning": ("spatio-temporal graph",),
     "robotics-control": (
@@ -552,6 +563,9 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
     "large-language-models": (
         "language representation model",
         "pretrained language representations",
+        "RoBERTa",
+        "ALBERT",
+        "XLNet",
     ),
     "dialogue-systems": ("dialog", "dialog agent", "dialogue agent"),
     "games": ("game ai", "mobile game"),
