@@ -650,3 +650,14 @@ def test_hyphenated_and_named_model_families(
 ) -> None:
     tags = match_tags(text, tax)[0]
     assert tag in tags and (not_tag is None or not_tag not in tags)
+
+
+def test_every_offline_synonym_is_indexed_for_its_tag(tax: Taxonomy) -> None:
+    from pipeline.offline.tags import _phrase_variants
+
+    matcher = matcher_for(tax)
+    for tag_id, phrases in tag_rules.EXTRA_SYNONYMS.items():
+        for phrase in phrases:
+            for sensitive, key in _phrase_variants(phrase):
+                index = matcher.cs_index if sensitive else matcher.ci_index
+                assert index.get(key) == tag_id, (phrase, key)
