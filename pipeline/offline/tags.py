@@ -570,15 +570,17 @@ def _listed(mentions: list[Mention], lower: tuple[str, ...], gaps: list[str]) ->
     or motivated by many things is about none of them in particular."""
     if len(mentions) < 3:
         return mentions
+    # at most two tokens between neighbours; a run of three needs two such pairs in a row
+    close = [b.start - a.end <= 2 for a, b in zip(mentions, mentions[1:], strict=False)]
+    if not any(map(and_, close, close[1:])):
+        return mentions
     out = mentions
     run = [0]
     for k in range(1, len(mentions) + 1):
-        if k < len(mentions):
+        if k < len(mentions) and close[k - 1]:
             prev, cur = mentions[k - 1], mentions[k]
-            words = lower[prev.end : cur.start]  # 0-2 tokens between, then a comma, "and", "or"
-            if len(words) <= 2 and (
-                not _LINKS.isdisjoint(words)
-                or any("," in g for g in gaps[prev.end - 1 : cur.start])
+            if not _LINKS.isdisjoint(lower[prev.end : cur.start]) or any(
+                "," in g for g in gaps[prev.end - 1 : cur.start]
             ):
                 run.append(k)
                 continue
