@@ -163,6 +163,27 @@ def test_the_train_tags_supplement_continues_the_draw_and_is_valid(tax):
     assert [r["source"] for r in more.values()] == drawn[40:100]
 
 
+def test_the_train_tags_validation_batch_continues_the_draw_and_is_valid(tax):
+    """tags_gold_train_val.jsonl: train positions 101-160 of the same draw (validation)."""
+    val = load_tags_gold(DATA / "tags_gold_train_val.jsonl")
+    assert tags_gold_problems(val, tax) == [] and len(val) == 60
+    assert all(1 <= len(r["tags"]) <= 4 for r in val.values())
+    for other in ("train", "train_more", "dev"):
+        assert not set(val) & set(load_tags_gold(tags_path(other)))
+    folder = _scitldr_dir()
+    if folder is None:
+        pytest.skip("SciTLDR split files not found beside the repository")
+    rows = [json.loads(line) for line in (folder / "train.jsonl").read_text().splitlines()]
+    rows.sort(key=lambda r: hashlib.sha256(r["paper_id"].encode("utf-8")).hexdigest())
+    drawn, seen = [], set()
+    for row in rows:
+        key = text_hash(" ".join(row["source"]))
+        if key not in seen:
+            seen.add(key)
+            drawn.append(f"scitldr-train#{row['paper_id']}")
+    assert [r["source"] for r in val.values()] == drawn[100:160]
+
+
 @pytest.mark.parametrize("split", SPLITS)
 def test_claims_gold_scores_perfectly_against_itself(split):
     gold = load_gold(claims_path(split))

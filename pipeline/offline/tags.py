@@ -50,6 +50,9 @@ _MAX_CHARS = 20_000
 
 # Tags that say little on their own; their mentions count less (ids not in a taxonomy are ignored).
 BROAD_TAGS: dict[str, float] = {
+    # context more often than topic: the backbone or benchmark of a paper about something else
+    "convolutional-networks": 0.6,
+    "image-classification": 0.6,
     "large-language-models": 0.45,
     "transformers": 0.6,
     "reasoning": 0.6,
@@ -64,6 +67,7 @@ BROAD_TAGS: dict[str, float] = {
 }
 TITLE_WEIGHT = 2.0  # mentions in a title line
 LEAD_WEIGHT = 1.5  # mentions in the first two sentences
+LIST_WEIGHT = 0.5  # mentions inside an enumeration of three or more tags
 CONTRIBUTION_PHRASE_WEIGHT = 0.3  # a bare "benchmark" or "analysis" is weak evidence of the type
 MIN_SCORE = 1.2  # a topical tag needs about one full mention ...
 RELATIVE_SCORE = 0.2  # ... and this fraction of the best tag's score
@@ -74,7 +78,12 @@ MAX_CUE_HITS = 3  # one cue repeated counts at most this often
 MAX_PHRASE_KEYWORDS = 2  # repeated noun phrases fill at most this many keyword slots
 
 _TOKEN = re.compile(r"\w+")
-_NEGATORS = frozenset({"no", "without", "not", "nor"})
+_NEGATORS = frozenset({"no", "without", "not", "nor", "neither"})
+# Words that may stand between a negator and what it negates ("without the use of X").
+_NEGATION_FILLERS = frozenset(
+    {"the", "a", "an", "any", "use", "of", "need", "for", "explicit", "using", "requiring"}
+)
+_NEGATION_REACH = 5
 _SPLIT = re.compile(r"(\w+)")
 _SPLIT_ASCII = re.compile(r"([0-9A-Z_a-z]+)")  # `_SPLIT` on ASCII text, faster
 
@@ -112,6 +121,35 @@ def _stem(word: str) -> str:
     return word[:-1]
 
 
+# British -ise/-isation spellings fold onto -ize/-ization ("regularisation", "parametrised");
+# applied to synonyms and text alike, so only consistency matters, not linguistic accuracy.
+_BRITISH: tuple[tuple[str, str], ...] = (
+    ("isation", "ization"),
+    ("isations", "izations"),
+    ("ised", "ized"),
+    ("ising", "izing"),
+    ("iser", "izer"),
+    ("isers", "izers"),
+    ("ise", "ize"),
+    ("ises", "izes"),
+)
+_BRITISH_ENDS = tuple(old for old, _new in _BRITISH)
+
+
+def _american(word: str) -> str:
+    """A lowercase word with a British -ise/-isation ending spelled -ize/-ization."""
+    if len(word) > 6 and word.endswith(_BRITISH_ENDS):
+        for old, new in _BRITISH:
+            if word.endswith(old):
+                return word[: -len(old)] + new
+    return word
+
+
+# "neural nets", "adversarial nets": the short form of "network" (inside a phrase only; no
+# synonym is the word alone).
+_NET = {"net": "network", "nets": "network"}
+
+
 def _norm_abbrev(token: str) -> str:
     """Drop an acronym's plural 's' (GNNs -> GNN, NeRFs -> NeRF)."""
     if len(token) >= 3 and token.endswith("s") and (token[-2].isupper() or token[-2].isdigit()):
@@ -124,7 +162,7 @@ def _token_forms(token: str) -> tuple[str, str, str, str]:
     of one token."""
     token = token.strip("_")
     low = token.lower()
-    ci = _stem(low)
+    ci = _NET.get(low) or _stem(_american(low))
     if _is_abbrev(token):
         return _norm_abbrev(token), ci, low, _suffix_of(_norm_abbrev(token))
     return ci, ci, low, ""
@@ -162,7 +200,26 @@ def _phrase_variants(phrase: str) -> list[tuple[bool, tuple[str, ...]]]:
         if "-" in chunk:
             joined = phrase.replace(chunk, chunk.replace("-", ""))
             variants.append(tuple(_forms(t)[slot] for t in _TOKEN.findall(joined)))
+    if not sensitive:  # "overparameterized" is also written "over-parameterized"
+        for k, token in enumerate(tokens):
+            head = _prefix_of(token.lower())
+            if head:
+                split = (*tokens[:k], head, token[len(head) :], *tokens[k + 1 :])
+                variants.append(tuple(_forms(t)[1] for t in split))
     return [(sensitive, v) for v in dict.fromkeys(variants)]
+
+
+# Prefixes that a word is also written with a hyphen after (over-parameterized, pre-trained).
+_PREFIXES = ("over", "multi", "hyper", "semi", "non", "sub")
+
+
+def _prefix_of(word: str) -> str:
+    """The hyphenable prefix a lowercase word starts with ('' if none, or if too little
+    follows it to be a word of its own)."""
+    for head in _PREFIXES:
+        if word.startswith(head) and len(word) - len(head) >= 5:
+            return head
+    return ""
 
 
 # What the analysis needs of one token, computed once per distinct token: `_token_forms`
@@ -215,6 +272,10 @@ class Matcher:
                 for sensitive, key in _phrase_variants(phrase):
                     self._add(sensitive, key, tag.id, phrase)
         tags = self.taxonomy.tags
+        for tag_id, phrases in tag_rules.EXTRA_SYNONYMS.items():
+            for phrase in phrases if tag_id in tags else ():
+                for sensitive, key in _phrase_variants(phrase):
+                    self._add(sensitive, key, tag_id, phrase)
         for tag_id, phrases in tag_rules.WEAK.items():
             for phrase in phrases if tag_id in tags else ():
                 for _sensitive, key in _phrase_variants(phrase):
@@ -368,7 +429,8 @@ class _Analysis:
         if matcher.families and any(families):
             found = _with_families(found, families, matcher.families)
         found = [m for m in found if not self._cancelled(m)]
-        self.mentions = _weigh(_in_context(found, matcher, cs, ci), text)
+        weighed = _weigh(_in_context(found, matcher, cs, ci), text)
+        self.mentions = _listed(weighed, self.lower, self.gaps)
 
     def _cancelled(self, m: Mention) -> bool:
         """A negated ('without RLHF'), contrasted ('unlike GANs') or hyphen-qualified
@@ -376,6 +438,11 @@ class _Analysis:
         lower, start = self.lower, m.start
         before = lower[max(0, start - 2) : start]
         if not _NEGATORS.isdisjoint(before):
+            return True
+        k = start - 1  # "without the use of expert demonstrations", "no need for any labels"
+        while k >= 0 and start - k <= _NEGATION_REACH and lower[k] in _NEGATION_FILLERS:
+            k -= 1
+        if k >= 0 and k < start - 2 and lower[k] in _NEGATORS:
             return True
         if m.end < len(lower) and self.gaps[m.end - 1] == "-" and lower[m.end] in _SUFFIX_BLOCKERS:
             return True
@@ -496,6 +563,39 @@ def _weigh(spans: list[Mention], text: str) -> list[Mention]:
     return out
 
 
+def _listed(mentions: list[Mention], lower: tuple[str, ...], gaps: list[str]) -> list[Mention]:
+    """Mentions of three or more tags in one enumeration ("image classification, speech
+    recognition, machine translation and language modeling"; "regularization, Bayesian neural
+    nets, exploration in RL and evolution strategies") weigh LIST_WEIGHT: a paper evaluated on
+    or motivated by many things is about none of them in particular."""
+    if len(mentions) < 3:
+        return mentions
+    # at most two tokens between neighbours; a run of three needs two such pairs in a row
+    close = [b.start - a.end <= 2 for a, b in zip(mentions, mentions[1:], strict=False)]
+    if not any(map(and_, close, close[1:])):
+        return mentions
+    out = mentions
+    run = [0]
+    for k in range(1, len(mentions) + 1):
+        if k < len(mentions) and close[k - 1]:
+            prev, cur = mentions[k - 1], mentions[k]
+            if not _LINKS.isdisjoint(lower[prev.end : cur.start]) or any(
+                "," in g for g in gaps[prev.end - 1 : cur.start]
+            ):
+                run.append(k)
+                continue
+        if len(run) >= 3 and len({mentions[j].tag for j in run}) >= 3:
+            if out is mentions:
+                out = list(mentions)
+            for j in run:
+                out[j] = out[j]._replace(weight=out[j].weight * LIST_WEIGHT)
+        run = [k]
+    return out
+
+
+_LINKS = frozenset({"and", "or"})
+
+
 # Acronym definitions ------------------------------------------------------------------------
 
 _DEF = re.compile(r"\(\s*([A-Za-z][A-Za-z0-9\-]{0,14})\s*\)")
@@ -598,8 +698,12 @@ _SEQ_CUES: list[tuple[str, tuple[str, ...], float]] = [
     ("new-method", ("outperform|outperforms|outperforming|outperformed",), 1.0),
     ("new-method", ("novel", "method|approach|framework|architecture|algorithm"), 1.0),
     ("theoretical-analysis", ("we", "prove"), 2.5),
-    ("theoretical-analysis", ("we", "derive"), 1.2),  # also estimators and update rules
-    ("theoretical-analysis", ("theorem|theorems|provable|provably|guarantee|guarantees",), 1.2),
+    ("theoretical-analysis", ("proving",), 1.5),  # "by proving that"; "proves" rather "works"
+    # "we derive" (also estimators and update rules) and "provably" (also a method's property:
+    # "provably robust") need a second cue
+    ("theoretical-analysis", ("we", "derive"), 0.9),
+    ("theoretical-analysis", ("theorem|theorems|guarantee|guarantees",), 1.2),
+    ("theoretical-analysis", ("provable|provably",), 0.9),
     (
         "theoretical-analysis",
         ("upper|lower|generalization|regret|error|tight", "bound|bounds"),
