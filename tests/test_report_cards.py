@@ -12,7 +12,13 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import main
-from pipeline.report.cards import CARDS_PREFIX, CardStore, card_code_id, card_of
+from pipeline.report.cards import (
+    CARDS_PREFIX,
+    CardStore,
+    card_code_id,
+    card_of,
+    without_provenance,
+)
 from pipeline.report.html import write_html_report
 from pipeline.rundir import Paper, RunReader, SummaryRecord
 from pipeline.taxonomy import load_taxonomy
@@ -55,6 +61,13 @@ def abstracts(tmp_path: Path) -> Path:
             "paper_id": "p2",
         },
         {"abstract": "A short abstract about reinforcement learning agents in games."},
+        {
+            # spliced back on a hit: what script_json escapes must be escaped there too
+            "abstract": "We show that a < b && c > d holds </script><script>alert(1)"
+            '\u2028 for "abstract": texts, and gain 2.5 BLEU on WMT14 with transformers.',
+            "number": "17",
+            "title": "   ",
+        },
     ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
@@ -73,7 +86,7 @@ def test_a_rerun_reuses_the_cards_and_writes_the_same_page(tmp_path, abstracts):
     run(abstracts, cache, tmp_path / "a" / "out")
     (store,) = card_files(cache)
     kept = store.read_text(encoding="utf-8").splitlines()
-    assert len(kept) == 3  # one card per paper, written by the run that asked
+    assert len(kept) == 4  # one card per paper, written by the run that asked
     run(abstracts, cache, tmp_path / "b" / "out")  # every stage cached: cached=true records
     assert store.read_text(encoding="utf-8").splitlines() == kept  # all three were hits
     # A page built from the run folder alone (no cards at all) is the same page.
@@ -137,15 +150,69 @@ def test_a_card_never_depends_on_provenance(tmp_path, abstracts):
         assert one == other
 
 
-def test_the_key_reads_a_fresh_record_as_its_cached_rerun(tmp_path):
+def test_the_key_leaves_out_provenance_and_only_provenance(tmp_path):
     store = CardStore(tmp_path, None, FORUM)
     try:
-        fresh = b'{"id":"a","stages":{"tldr":{"provenance":{"cached":false}}}}'
-        assert store.key(fresh) == store.key(fresh.replace(b"false", b"true"))
-        assert store.key(fresh) != store.key(fresh.replace(b'"a"', b'"b"'))
-        assert store.key(fresh) != CardStore(tmp_path, None, FORUM + "&x").key(fresh)
+        line = (
+            b'{"id":"a","abstract":"x \\"provenance\\":{y}","stages":{"tldr":{"status":"ok",'
+            b'"output":{"tldr":"t"},"provenance":{"cached":false,"latency_ms":3.5}},"tags":'
+            b'{"status":"ok","output":{"tags":[]},"provenance":{"model":"m}","attempts":1}}}}'
+        )
+        assert without_provenance(line) == (
+            b'{"id":"a","abstract":"x \\"provenance\\":{y}","stages":{"tldr":{"status":"ok",'
+            b'"output":{"tldr":"t"},},"tags":{"status":"ok","output":{"tags":[]},",'
+            b'"attempts":1}}}}'
+        )  # the escaped key inside the abstract stays; a "}" in a value just ends the cut early
+        rerun = line.replace(b"false", b"true").replace(b"3.5", b"9.25")
+        assert store.key(line) == store.key(rerun)
+        assert store.key(line) != store.key(line.replace(b'"t"', b'"u"'))
+        assert store.key(line) != CardStore(tmp_path, None, FORUM + "&x").key(line)
+        taxonomy = load_taxonomy(PROMPTS / "taxonomy.yaml")
+        assert store.key(line) != CardStore(tmp_path, taxonomy, FORUM).key(line)
     finally:
         store.close()
+
+
+def test_a_forced_rerun_reuses_the_cards(tmp_path, abstracts):
+    cache = tmp_path / "cache"
+    run(abstracts, cache, tmp_path / "a" / "out")
+    (store,) = card_files(cache)
+    kept = store.read_text(encoding="utf-8")
+    run(abstracts, cache, tmp_path / "b" / "out", "--force")  # new latencies, same content
+    assert store.read_text(encoding="utf-8") == kept
+
+
+def test_a_card_file_that_cannot_be_read_is_dropped_with_a_warning_not_the_run(
+    tmp_path, abstracts, monkeypatch, caplog
+):
+    from pipeline.cache import StageCache
+
+    cache = tmp_path / "cache"
+    run(abstracts, cache, tmp_path / "a" / "out")
+    lookup = StageCache.lookup_line
+
+    def failing_lookup(self, key):
+        if self.path.name.startswith(CARDS_PREFIX):
+            raise OSError(116, "Stale file handle")
+        return lookup(self, key)
+
+    monkeypatch.setattr(StageCache, "lookup_line", failing_lookup)
+    with caplog.at_level(logging.WARNING):
+        run(abstracts, cache, tmp_path / "b" / "out")
+    assert sum("no longer read" in r.getMessage() for r in caplog.records) == 1
+    assert page(tmp_path / "a" / "out" / "report.html") == page(
+        tmp_path / "b" / "out" / "report.html"
+    )
+
+
+def test_the_code_digest_is_taken_at_import_not_when_a_store_opens(monkeypatch):
+    before = card_code_id()
+
+    def changed(self):
+        raise AssertionError("read again")
+
+    monkeypatch.setattr(Path, "read_bytes", changed)
+    assert card_code_id() == before
 
 
 def test_a_store_that_cannot_be_written_is_dropped_with_a_warning_not_the_run(
@@ -170,3 +237,22 @@ def test_a_store_that_cannot_be_written_is_dropped_with_a_warning_not_the_run(
     assert page(tmp_path / "a" / "out" / "report.html") == page(
         tmp_path / "b" / "out" / "report.html"
     )
+
+
+def test_a_rerun_over_the_shipped_examples_writes_the_same_page(tmp_path, examples_dir):
+    """Many papers: tag order, user ids and numbers (the OpenReview export) all reach the
+    page's sort orders and facets, which a hit feeds from the stored card."""
+    cache = tmp_path / "cache"
+    inputs = [examples_dir, examples_dir.parent / "openreview" / "submissions.json"]
+    for name in "ab":
+        result = invoke(
+            "run", *inputs, "--provider", "offline", "--cache-dir", cache,
+            "--out", tmp_path / name / "out", "--no-progress",
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+    (store,) = card_files(cache)
+    n = len(store.read_text(encoding="utf-8").splitlines())
+    assert n > 100
+    first, second = (page(tmp_path / x / "out" / "report.html") for x in "ab")
+    assert first == second
+    assert len(store.read_text(encoding="utf-8").splitlines()) == n

@@ -7,11 +7,11 @@ the same records again, so building every card again is most of what such a run 
 `<cache_dir>/report-cards-<code>.jsonl`, keyed by the record line it came from:
 
 - the key is sha256 of the code digest, the taxonomy, the forum template and the summary
-  line as written, with `"cached":false` read as `"cached":true` (a card never shows
-  provenance, and a rerun of cached answers differs from the run that asked only there);
-- `<code>` digests every source file of the package (`card_code_id`): any code change
-  starts a new file, and the files of other code versions are deleted when a store opens,
-  so the folder holds one version's cards;
+  line as written without its stages' provenance (`without_provenance`: a card never shows
+  it, and a rerun of cached answers differs from the run that asked only there);
+- `<code>` digests every source file of the package, taken when this module is imported
+  (`card_code_id`): any code change starts a new file, and the files of other code
+  versions are deleted when a store opens, so the folder holds one version's cards;
 - lines are the cache's own sealed lines (pipeline/cache.py); a line whose seal fails is a
   miss. A card is derived data: a store that cannot be opened or written is dropped with
   one warning and the page is built as without it.
@@ -20,9 +20,10 @@ the same records again, so building every card again is most of what such a run 
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import logging
+import sys
+import unicodedata
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -100,16 +101,52 @@ def card_of(paper: Paper, taxonomy: Taxonomy | None, forum: str) -> Card:
     )
 
 
-@functools.cache
-def card_code_id() -> str:
-    """sha256 of the package version and every source file of the package."""
+def without_provenance(line: bytes) -> bytes:
+    """A summary line without its stages' `"provenance":{...}` members, which no card shows:
+    a rerun of cached answers, a `--force` run and a run that mixes answers of concurrent
+    runs then share their cards.
+
+    Only a member key can match (a quote inside a JSON string is escaped), and the cut ends
+    at the first `}` after it: provenance holds scalars only, and a `}` inside one of its
+    strings just leaves the rest of it in. Nothing outside provenance is ever cut.
+    """
+    start = 0
+    parts = []
+    while (at := line.find(b'"provenance":{', start)) >= 0:
+        end = line.find(b"}", at)
+        if end < 0:
+            break
+        parts.append(line[start:at])
+        start = end + 1
+    if not parts:
+        return line
+    parts.append(line[start:])
+    return b"".join(parts)
+
+
+def _code_id() -> str:
+    """sha256 of what a card's bytes depend on besides its record: the package's version and
+    every source file, the Python and Unicode database versions (str.lower, split, NFC) and
+    orjson's version."""
     from pipeline import __version__
 
     root = Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256(__version__.encode())
+    digest = hashlib.sha256(
+        f"{__version__}\0{sys.version}\0{unicodedata.unidata_version}\0{orjson.__version__}".encode()
+    )
     for path in sorted(root.rglob("*.py")):
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
+
+
+# At import, with the report code, not at the first record: code changed on disk while a
+# run goes (a checkout under an editable install) must not label cards of the old code.
+_CODE_ID = _code_id()
+
+
+def card_code_id() -> str:
+    """The digest of the card-building code this process loaded (see _code_id)."""
+    return _CODE_ID
 
 
 class CardStore:
@@ -138,15 +175,19 @@ class CardStore:
             return None
 
     def key(self, line: bytes) -> str:
-        """The key of the card of one summary line."""
-        normalized = line.replace(b'"cached":false', b'"cached":true')
-        return hashlib.sha256(self._salt + normalized).hexdigest()
+        """The key of the card of one summary line (its stages' provenance left out)."""
+        return hashlib.sha256(self._salt + without_provenance(line)).hexdigest()
 
     def get(self, key: str, abstract: str) -> Card | None:
         """The card stored under `key` (of a record of `abstract`), or None."""
         if self._cache is None:
             return None
-        line, sealed = self._cache.lookup_line(key)
+        try:
+            line, sealed = self._cache.lookup_line(key)
+        except OSError as exc:  # e.g. EIO, or ESTALE on NFS
+            log.warning("report cards are no longer read (%s: %s)", self.path, exc)
+            self.close()
+            return None
         if line is None or not sealed:
             return None
         try:
@@ -177,7 +218,7 @@ class CardStore:
             parts = (card.json[:cut], card.json[cut + len(shown) :])
         try:
             self._cache.put(key, {"card": parts, "aux": card.aux()}, index=False)
-        except StorageError as exc:
+        except (StorageError, OSError) as exc:
             log.warning("report cards are no longer kept (%s)", exc)
             self.close()
 
