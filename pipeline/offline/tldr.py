@@ -43,7 +43,12 @@ from pathlib import Path
 from typing import NamedTuple
 
 from pipeline.offline import tldr_rules as rules
-from pipeline.offline.tldr_features import has_digit, lexical_features, sentence_features
+from pipeline.offline.tldr_features import (
+    abstract_features,
+    has_digit,
+    lexical_features,
+    variant_recurrence,
+)
 from pipeline.text import display_text, normalize_ws, numbers_in, split_sentences
 
 MAX_WORDS = 35
@@ -57,7 +62,7 @@ _MAX_OUT_CHARS = 320
 _MAX_CJK_CHARS = 100
 _MIN_KEPT_WORDS = 5
 _MIN_CUT_WORDS = 8
-_MAX_SHORTER = 3  # shorter variants per sentence, besides the one that just fits
+_MAX_SHORTER = 5  # shorter variants per sentence, besides the one that just fits
 
 # Inline markup vanishes ("<b>Foo</b>Net" is one word); block markup separates words.
 _HTML_INLINE = re.compile(
@@ -116,6 +121,15 @@ _AND_PROPOSE = _rx(
     r",?\s+and (?:we |then )?(?=(?:propose|introduce|present|develop|design|devise|show"
     r"|demonstrate|prove|derive|provide|establish)\b)"
 )
+# "We show that X" / "Our results demonstrate that X": the finding X is a sentence of its own.
+_REPORTED = _rx(
+    r"^(?:we|our (?:[\w-]+ )?(?:results|experiments|analysis|findings|theory)|(?:the )?(?:empirical"
+    r"|experimental|numerical) (?:results|evaluations?|studies)|this (?:paper|work))"
+    r" (?:(?:also|further|then|first|empirically|experimentally|theoretically|formally"
+    r"|rigorously|mathematically) )?(?:show|demonstrate|find|argue|prove|observe|establish|confirm"
+    r"|reveal|verify|conclude|suggest|hypothesi[sz]e|posit|claim|illustrate|discover|note|report"
+    r"|indicate)(?:s|ed)? that,?\s+"
+)
 # Sentences that only add to what came before ("Further analysis indicates ...").
 _FOLLOW_UP = _rx(
     r"^(?:further|furthermore|moreover|additionally|in addition|also|we also|finally|lastly"
@@ -164,6 +178,9 @@ _SHORT_CUTS = _rx(
     r"|\s+(?=(?:by [a-z]+ing|using|via|through|based on|in order to|so as to|without|which|while"
     r"|whereby|thereby|and thus|and then|leading to|resulting in)\b)"
 )
+# In a sentence that opens with "We <verb>", also before a trailing prepositional or purpose
+# phrase ("We study the effects of X | in non-IID settings"): the verb and its object stay.
+_PREP_CUTS = _rx(r"\s+(?=(?:for|with|in|on|across|to)\b)")
 # A prefix whose last clause opens a condition or concession ("... says that if we consider
 # X") needs the rest of the sentence.
 _OPEN_CLAUSE = _rx(
@@ -171,6 +188,7 @@ _OPEN_CLAUSE = _rx(
     r"|not only|both|either|neither|between|from)\b"
 )
 _SHORT_CUTS_LOW = _lower_twin(_SHORT_CUTS)
+_PREP_CUTS_LOW = _lower_twin(_PREP_CUTS)
 _OPEN_CLAUSE_LOW = _lower_twin(_OPEN_CLAUSE)
 # A hard cut (no clause boundary left) ends before one of these words, never after it.
 _BREAK_BEFORE = frozenset(
@@ -183,8 +201,25 @@ _BREAK_BEFORE = frozenset(
 # techniques"); a cut before "to", "of", "as" ... may take a verb's argument away.
 _SAFE_BREAK = frozenset(_words("by using via through while where which whose when based without"))
 
-_CUT_KINDS = ("cut_none", "cut_tail", "cut_short", "cut_hard", "cut_list", "cut_second")
+_CUT_KINDS = (
+    "cut_none",
+    "cut_tail",
+    "cut_short",
+    "cut_hard",
+    "cut_list",
+    "cut_second",
+    "cut_that",
+)
 _BLANK = {kind: 0.0 for kind in _CUT_KINDS}
+_VARIANT_NAMES = (
+    "kept_words",
+    "kept_sq",
+    "kept_ratio",
+    "raw_latex",
+    "background_rule",
+    "v_rec",
+    "v_lost_rec",
+)
 
 
 class Candidate(NamedTuple):
@@ -207,10 +242,7 @@ def _load_model(path: Path) -> tuple[dict[str, float], dict[str, float]]:
 
 _DENSE, _LEXICAL = _load_model(MODEL_PATH)
 # The variant features' weights, looked up once (extract_tldr scores variants without dicts).
-_VARIANT_WEIGHTS = {
-    name: _DENSE.get(name, 0.0)
-    for name in (*_CUT_KINDS, "kept_words", "kept_sq", "kept_ratio", "raw_latex", "background_rule")
-}
+_VARIANT_WEIGHTS = {name: _DENSE.get(name, 0.0) for name in (*_CUT_KINDS, *_VARIANT_NAMES)}
 
 
 def _variant_bound(w: dict[str, float], lexical: dict[str, float]) -> float:
@@ -229,6 +261,8 @@ def _variant_bound(w: dict[str, float], lexical: dict[str, float]) -> float:
         + max(w["kept_ratio"], 0.0)
         + max(w["background_rule"], 0.0)
         + max(w["raw_latex"], 0.0)
+        + max(w["v_rec"], 0.0)
+        + max(w["v_lost_rec"], 0.0)
         + sum(words)
         + 1e-6
     )
@@ -261,7 +295,7 @@ def _shape_bound(n_source: int, colon: bool, latex: bool, background: bool) -> f
     and the background flag (memoized: only these decide it)."""
     assert _LEXICAL_MAX is not None
     w = _VARIANT_WEIGHTS
-    kinds = max(w["cut_none"], w["cut_tail"], w["cut_short"], w["cut_second"])
+    kinds = max(w["cut_none"], w["cut_tail"], w["cut_short"], w["cut_second"], w["cut_that"])
     if n_source > MAX_WORDS:
         kinds = max(kinds, w["cut_hard"])
     if colon:
@@ -277,7 +311,8 @@ def _shape_bound(n_source: int, colon: bool, latex: bool, background: bool) -> f
     length = max(a * n + b * n * n for n in ns)
     raw_latex = max(w["raw_latex"], 0.0) if latex else 0.0
     flag = max(w["background_rule"], 0.0) if background else 0.0
-    return kinds + length + raw_latex + flag + _LEXICAL_MAX + 1e-6
+    recurrence = max(w["v_rec"], 0.0) + max(w["v_lost_rec"], 0.0)
+    return kinds + length + raw_latex + flag + recurrence + _LEXICAL_MAX + 1e-6
 
 
 def extract_tldr(text: str) -> str:
@@ -286,7 +321,7 @@ def extract_tldr(text: str) -> str:
     sentences = _candidates(_clean(head))
     if not sentences:
         return _fallback(head)
-    rows = sentence_features(sentences)
+    rows, recurring, n_recurring = abstract_features(sentences)
     flags = _sentence_flags(sentences, rows)
     sentence_scores = _sentence_scores(rows)
     # Sentences in the order of their own score. A sentence whose best possible variant
@@ -304,7 +339,8 @@ def extract_tldr(text: str) -> str:
         ):
             continue
         for k, variant in enumerate(_sentence_variants(i, sentences[i], *flags[i])):
-            key = (-round(sentence_scores[i] + _variant_score(variant), 9), i, k)
+            extra = _variant_score(variant, recurring, n_recurring[i])
+            key = (-round(sentence_scores[i] + extra, 9), i, k)
             scored.append((key, variant))
             if (best0 is None or key < best0) and _tier(variant[1], variant[6]) == 0:
                 best0 = key
@@ -335,12 +371,15 @@ def _sentence_scores(rows: list[dict[str, float]]) -> list[float]:
     return [sum(map(mul, map(row.get, names, zeros), weights)) for row in rows]
 
 
-def _variant_score(variant: tuple) -> float:
+def _variant_score(variant: tuple, recurring: frozenset[str], n_recurring: int) -> float:
     """The variant features' part of a score (what candidate_table's dicts add up to)."""
     _i, tldr, kind, n, n_source, background, _soft = variant
     w = _VARIANT_WEIGHTS
+    v_rec, v_lost_rec = variant_recurrence(tldr, recurring, n_recurring)
     return (
-        w[kind]
+        w["v_rec"] * v_rec
+        + w["v_lost_rec"] * v_lost_rec
+        + w[kind]
         + w["kept_words"] * (n / 20)
         + w["kept_sq"] * (n / 20) ** 2
         + w["kept_ratio"] * min(n / n_source, 1.0)
@@ -380,7 +419,7 @@ def candidate_table(text: str) -> list[Candidate]:
     sentences = _candidates(_clean(text))
     if not sentences:
         return []
-    rows = sentence_features(sentences)
+    rows, recurring, n_recurring = abstract_features(sentences)
     out = []
     for i, tldr, kind, n, n_source, background, soft in _variant_rows(sentences, rows):
         features = dict(rows[i])
@@ -391,6 +430,9 @@ def candidate_table(text: str) -> list[Candidate]:
         features["kept_ratio"] = min(n / n_source, 1.0)
         features["raw_latex"] = float(rules.has_raw_latex(tldr))
         features["background_rule"] = float(background)
+        features["v_rec"], features["v_lost_rec"] = variant_recurrence(
+            tldr, recurring, n_recurring[i]
+        )
         out.append(Candidate(tldr, i, features, lexical_features(tldr), _tier(tldr, soft)))
     return out
 
@@ -544,6 +586,12 @@ def _variants(sentence: str) -> list[tuple[str, str]]:
             second, _kind = _fit("We " + base[m.end() :])
             if second.count(" ") + 1 >= _MIN_CUT_WORDS:
                 out.append((second, "cut_second"))
+    if " that " in base:
+        m = _REPORTED.match(base)
+        if m:
+            clause, _kind = _fit(base[m.end() :])
+            if clause.count(" ") + 1 >= _MIN_CUT_WORDS:
+                out.append((clause, "cut_that"))
     at = rules.anaphor_start(fitted)
     if at > 0:
         # "... model as the first approach to this matter": end before the phrase that points
@@ -573,11 +621,19 @@ def _shorter(fitted: str, n_fitted: int) -> list[str]:
     _MIN_CUT_WORDS words to 3 fewer than `fitted` and leave no clause open, in text order
     (looked for from the end, so the earlier boundaries are not checked)."""
     if fitted.isascii():
-        text, cuts, open_clause = fitted.lower(), _SHORT_CUTS_LOW, _OPEN_CLAUSE_LOW
+        text, cuts, preps, open_clause = (
+            fitted.lower(),
+            _SHORT_CUTS_LOW,
+            _PREP_CUTS_LOW,
+            _OPEN_CLAUSE_LOW,
+        )
     else:
-        text, cuts, open_clause = fitted, _SHORT_CUTS, _OPEN_CLAUSE
+        text, cuts, preps, open_clause = fitted, _SHORT_CUTS, _PREP_CUTS, _OPEN_CLAUSE
+    ends = [m.start() for m in cuts.finditer(text)]
+    if text[:3] == "we ":
+        ends = sorted({*ends, *(m.start() for m in preps.finditer(text))})
     shorter: list[str] = []
-    for end in reversed([m.start() for m in cuts.finditer(text)]):
+    for end in reversed(ends):
         n = fitted.count(" ", 0, end) + 1
         if _MIN_CUT_WORDS <= n <= n_fitted - 3 and not _open_clause(text, end, open_clause):
             shorter.append(fitted[:end])

@@ -151,6 +151,14 @@ _ACRONYM_HINT = re.compile(r"[A-Z][a-z0-9]*[A-Z]")  # in every _ACRONYM match
 
 def sentence_features(sentences: list[str]) -> list[dict[str, float]]:
     """Per-sentence feature values: cues, penalties, position, length and centrality."""
+    return abstract_features(sentences)[0]
+
+
+def abstract_features(
+    sentences: list[str],
+) -> tuple[list[dict[str, float]], frozenset[str], list[int]]:
+    """sentence_features, the abstract's recurring stems (those in >= 2 sentences) and, per
+    sentence, how many of its distinct stems recur (for `variant_recurrence`)."""
     n = len(sentences)
     lows = [s.lower() for s in sentences]
     runs = [_WORD.findall(low) for low in lows]
@@ -164,8 +172,21 @@ def sentence_features(sentences: list[str]) -> list[dict[str, float]]:
     for i, (row, s, digit) in enumerate(zip(rows, sentences, digits, strict=True)):
         _shape_features(row, s, i, n, digit)
     # A 6-letter prefix is a cheap stand-in for stemming ("propose", "proposed", "proposal").
-    _add_centrality(rows, [[w[:6] for w in words if w not in _STOP] for words in runs])
-    return rows
+    return (
+        rows,
+        *_add_centrality(rows, [[w[:6] for w in words if w not in _STOP] for words in runs]),
+    )
+
+
+def variant_recurrence(
+    text: str, recurring: frozenset[str], n_recurring: int
+) -> tuple[float, float]:
+    """(v_rec, v_lost_rec) of a compressed variant of a sentence with n_recurring recurring
+    stems: the share of the variant's distinct stems that recur in the abstract, and the share
+    of the sentence's recurring stems that the compression dropped."""
+    stems = {w[:6] for w in _WORD.findall(text.lower()) if w not in _STOP}
+    kept = len(recurring.intersection(stems))
+    return kept / (len(stems) + 1), max(n_recurring - kept, 0) / (n_recurring + 1)
 
 
 def _add_firsts(rows: list[dict[str, float]]) -> None:
@@ -309,9 +330,11 @@ def _counts(words: list[str]) -> dict[str, int]:
     return once if len(once) == len(words) else Counter(words)
 
 
-def _add_centrality(rows: list[dict[str, float]], stems: list[list[str]]) -> None:
+def _add_centrality(
+    rows: list[dict[str, float]], stems: list[list[str]]
+) -> tuple[frozenset[str], list[int]]:
     """How much of each sentence's vocabulary (its stems) recurs in the rest of the abstract
-    (three views)."""
+    (three views); (the stems in >= 2 sentences, each sentence's number of them)."""
     counts = [_counts(words) for words in stems]
     # Counting iterables runs in C (Counter.update with a Counter is a Python loop).
     total = Counter(chain.from_iterable(stems))
@@ -319,10 +342,12 @@ def _add_centrality(rows: list[dict[str, float]], stems: list[list[str]]) -> Non
     recurring_words = (len(df) - countOf(df.values(), 1)) or 1  # words in >= 2 sentences
     total_sq = sum(map(mul, total.values(), total.values()))
     others = len(rows) - 1
+    n_recurring = []
     for row, own, words in zip(rows, counts, stems, strict=True):
         row["content"] = len(own) / 20
         if not others or not own:
             row["centrality"] = row["cosine"] = row["coverage"] = 0.0
+            n_recurring.append(0)
             continue
         # Integer sums (exact in any order), taken in C over the sentence's words w with
         # their count v, the abstract's count t and the number of sentences k that hold w
@@ -344,3 +369,5 @@ def _add_centrality(rows: list[dict[str, float]], stems: list[list[str]]) -> Non
         row["centrality"] = shared / (others * (len(own) + 4))
         row["cosine"] = dot / (math.sqrt(own_sq) * norm_rest)
         row["coverage"] = recurring / recurring_words
+        n_recurring.append(recurring)
+    return frozenset(w for w, k in df.items() if k > 1), n_recurring

@@ -382,7 +382,10 @@ _OBJECT_VERBS = frozenset(
 _NEEDS_COMPLEMENT = frozenset(
     _words(
         """possible impossible able unable capable necessary prone due equivalent akin tailored
-        aimed intended likely unlikely sufficient insufficient"""
+        aimed intended likely unlikely sufficient insufficient suitable unsuitable applicable
+        amenable responsible related relevant specific susceptible vulnerable dedicated devoted
+        show shows demonstrate demonstrates argue argues prove proves reveal reveals suggest
+        suggests indicate indicates hypothesize hypothesizes conclude concludes"""
     )
 )
 _TOUGH = frozenset(
