@@ -47,7 +47,7 @@ from pipeline.offline.tldr_features import (
     abstract_features,
     has_digit,
     lexical_features,
-    variant_recurrence,
+    lost_recurring,
 )
 from pipeline.text import display_text, normalize_ws, numbers_in, split_sentences
 
@@ -62,7 +62,7 @@ _MAX_OUT_CHARS = 320
 _MAX_CJK_CHARS = 100
 _MIN_KEPT_WORDS = 5
 _MIN_CUT_WORDS = 8
-_MAX_SHORTER = 5  # shorter variants per sentence, besides the one that just fits
+_MAX_SHORTER = 3  # shorter variants per sentence, besides the one that just fits
 
 # Inline markup vanishes ("<b>Foo</b>Net" is one word); block markup separates words.
 _HTML_INLINE = re.compile(
@@ -217,7 +217,6 @@ _VARIANT_NAMES = (
     "kept_ratio",
     "raw_latex",
     "background_rule",
-    "v_rec",
     "v_lost_rec",
 )
 
@@ -261,7 +260,6 @@ def _variant_bound(w: dict[str, float], lexical: dict[str, float]) -> float:
         + max(w["kept_ratio"], 0.0)
         + max(w["background_rule"], 0.0)
         + max(w["raw_latex"], 0.0)
-        + max(w["v_rec"], 0.0)
         + max(w["v_lost_rec"], 0.0)
         + sum(words)
         + 1e-6
@@ -269,6 +267,8 @@ def _variant_bound(w: dict[str, float], lexical: dict[str, float]) -> float:
 
 
 _VARIANT_BOUND = _variant_bound(_VARIANT_WEIGHTS, _LEXICAL)
+_LOST_WEIGHT = _VARIANT_WEIGHTS["v_lost_rec"]
+_LOST_BOUND = max(_LOST_WEIGHT, 0.0)  # (v_lost_rec is in [0, 1))
 # The sentence features' weights, in one fixed order (summed with map(mul, ...) in C).
 _SENTENCE_NAMES = tuple(name for name in _DENSE if name not in _VARIANT_WEIGHTS)
 _SENTENCE_WEIGHTS = tuple(_DENSE[name] for name in _SENTENCE_NAMES)
@@ -311,7 +311,7 @@ def _shape_bound(n_source: int, colon: bool, latex: bool, background: bool) -> f
     length = max(a * n + b * n * n for n in ns)
     raw_latex = max(w["raw_latex"], 0.0) if latex else 0.0
     flag = max(w["background_rule"], 0.0) if background else 0.0
-    recurrence = max(w["v_rec"], 0.0) + max(w["v_lost_rec"], 0.0)
+    recurrence = max(w["v_lost_rec"], 0.0)
     return kinds + length + raw_latex + flag + recurrence + _LEXICAL_MAX + 1e-6
 
 
@@ -339,7 +339,14 @@ def extract_tldr(text: str) -> str:
         ):
             continue
         for k, variant in enumerate(_sentence_variants(i, sentences[i], *flags[i])):
-            extra = _variant_score(variant, recurring, n_recurring[i])
+            extra = _variant_score(variant)
+            if _LOST_WEIGHT:
+                # The lost-stems term last, and only for a variant that can still win.
+                if best0 is not None and (
+                    (-round(sentence_scores[i] + extra + _LOST_BOUND, 9), i, k) > best0
+                ):
+                    continue
+                extra += _LOST_WEIGHT * lost_recurring(variant[1], recurring, n_recurring[i])
             key = (-round(sentence_scores[i] + extra, 9), i, k)
             scored.append((key, variant))
             if (best0 is None or key < best0) and _tier(variant[1], variant[6]) == 0:
@@ -371,15 +378,13 @@ def _sentence_scores(rows: list[dict[str, float]]) -> list[float]:
     return [sum(map(mul, map(row.get, names, zeros), weights)) for row in rows]
 
 
-def _variant_score(variant: tuple, recurring: frozenset[str], n_recurring: int) -> float:
-    """The variant features' part of a score (what candidate_table's dicts add up to)."""
+def _variant_score(variant: tuple) -> float:
+    """The variant features' part of a score (what candidate_table's dicts add up to), but
+    for v_lost_rec (extract_tldr adds that)."""
     _i, tldr, kind, n, n_source, background, _soft = variant
     w = _VARIANT_WEIGHTS
-    v_rec, v_lost_rec = variant_recurrence(tldr, recurring, n_recurring)
     return (
-        w["v_rec"] * v_rec
-        + w["v_lost_rec"] * v_lost_rec
-        + w[kind]
+        w[kind]
         + w["kept_words"] * (n / 20)
         + w["kept_sq"] * (n / 20) ** 2
         + w["kept_ratio"] * min(n / n_source, 1.0)
@@ -430,9 +435,7 @@ def candidate_table(text: str) -> list[Candidate]:
         features["kept_ratio"] = min(n / n_source, 1.0)
         features["raw_latex"] = float(rules.has_raw_latex(tldr))
         features["background_rule"] = float(background)
-        features["v_rec"], features["v_lost_rec"] = variant_recurrence(
-            tldr, recurring, n_recurring[i]
-        )
+        features["v_lost_rec"] = lost_recurring(tldr, recurring, n_recurring[i])
         out.append(Candidate(tldr, i, features, lexical_features(tldr), _tier(tldr, soft)))
     return out
 

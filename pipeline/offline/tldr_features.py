@@ -14,12 +14,14 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from itertools import chain
-from operator import countOf, mul
+from itertools import chain, compress, repeat
+from operator import countOf, mul, ne
 
 from pipeline.offline import tldr_rules
 
 _WORD = re.compile(r"[a-z][a-z0-9]+")
+# The first 6 characters of each _WORD match (the same matches: both take whole runs).
+_WORD6 = re.compile(r"([a-z][a-z0-9]{1,5})[a-z0-9]*")
 _DIGIT = re.compile(r"\d")
 _NUMBER_CHARS = frozenset("0123456789.,")
 
@@ -158,7 +160,7 @@ def abstract_features(
     sentences: list[str],
 ) -> tuple[list[dict[str, float]], frozenset[str], list[int]]:
     """sentence_features, the abstract's recurring stems (those in >= 2 sentences) and, per
-    sentence, how many of its distinct stems recur (for `variant_recurrence`)."""
+    sentence, how many of its distinct stems recur (for `lost_recurring`)."""
     n = len(sentences)
     lows = [s.lower() for s in sentences]
     runs = [_WORD.findall(low) for low in lows]
@@ -178,15 +180,13 @@ def abstract_features(
     )
 
 
-def variant_recurrence(
-    text: str, recurring: frozenset[str], n_recurring: int
-) -> tuple[float, float]:
-    """(v_rec, v_lost_rec) of a compressed variant of a sentence with n_recurring recurring
-    stems: the share of the variant's distinct stems that recur in the abstract, and the share
-    of the sentence's recurring stems that the compression dropped."""
-    stems = {w[:6] for w in _WORD.findall(text.lower()) if w not in _STOP}
-    kept = len(recurring.intersection(stems))
-    return kept / (len(stems) + 1), max(n_recurring - kept, 0) / (n_recurring + 1)
+def lost_recurring(text: str, recurring: frozenset[str], n_recurring: int) -> float:
+    """The share of a sentence's n_recurring recurring stems (see abstract_features) that a
+    compressed variant of it, `text`, no longer holds."""
+    if not n_recurring:
+        return 0.0
+    kept = len(recurring.intersection(_WORD6.findall(text.lower())))
+    return max(n_recurring - kept, 0) / (n_recurring + 1)
 
 
 def _add_firsts(rows: list[dict[str, float]]) -> None:
@@ -370,4 +370,4 @@ def _add_centrality(
         row["cosine"] = dot / (math.sqrt(own_sq) * norm_rest)
         row["coverage"] = recurring / recurring_words
         n_recurring.append(recurring)
-    return frozenset(w for w, k in df.items() if k > 1), n_recurring
+    return frozenset(compress(df, map(ne, df.values(), repeat(1)))), n_recurring
