@@ -289,6 +289,63 @@ def test_rule_object_cut():
     assert not rules.ends_unfinished("The kernel is positive definite and fast to compute.")
 
 
+def test_rule_object_cut_after_a_reporting_verb_or_an_adjective():
+    # A cut before "that ..." or "for ..." must not leave the verb or adjective without it.
+    assert rules.ends_unfinished("Experiments on several benchmark datasets demonstrate.")
+    assert rules.ends_unfinished("We propose to modify the penalties, and we argue.")
+    assert rules.ends_unfinished("We introduce fast algorithms for MinHash, suitable.")
+    assert not rules.ends_unfinished("We introduce fast algorithms for MinHash of sparse data.")
+
+
+def test_reported_finding_is_a_variant_of_its_own():
+    # "We show that X": X is a candidate ("cut_that"), capitalized, with the frame dropped.
+    from pipeline.offline.tldr import candidate_table
+
+    abstract = (
+        "Label noise is common in large datasets. We show that networks trained with label "
+        "smoothing memorize noisy labels much later than networks trained without it."
+    )
+    cut = [c for c in candidate_table(abstract) if c.dense["cut_that"]]
+    assert [c.text for c in cut] == [
+        "Networks trained with label smoothing memorize noisy labels much later than networks "
+        "trained without it."
+    ]
+    # Too short a clause is no variant ("We show that it works.").
+    assert not any(
+        c.dense["cut_that"] for c in candidate_table("We show that this approach works well.")
+    )
+
+
+def test_lost_recurring_stems():
+    from pipeline.offline.tldr_features import abstract_features, lost_recurring
+
+    sentences = [
+        "Sparse attention speeds up transformers.",
+        "We propose a sparse attention kernel for long documents and fast transformers.",
+    ]
+    _rows, recurring, n_recurring = abstract_features(sentences)
+    assert recurring == {"sparse", "attent", "transf"} and n_recurring == [3, 3]
+    assert lost_recurring(sentences[1], recurring, n_recurring[1]) == 0.0
+    # The cut dropped "transformers", one of the 3 recurring stems: 1 / (3 + 1).
+    assert lost_recurring("We propose a sparse attention kernel.", recurring, 3) == 0.25
+    assert lost_recurring("Anything at all.", recurring, 0) == 0.0
+
+
+def test_pruned_search_picks_what_scoring_every_candidate_picks(samples):
+    # extract_tldr skips sentences and cuts that cannot win; the result is the best candidate
+    # of the best tier in candidate_table, scored in full.
+    from pipeline.offline.tldr import _grounded, candidate_table, score
+
+    abstracts = samples + [r["abstract"] for r in _readability_rows()]
+    for abstract in abstracts:
+        table = candidate_table(abstract)
+        best = min(
+            range(len(table)),
+            key=lambda k: (table[k].tier, -round(score(table[k]), 9), table[k].sentence, k),
+        )
+        assert extract_tldr(abstract) == _grounded(table[best].text, abstract), abstract[:80]
+
+
 def test_example_removal_keeps_a_verbs_object():
     abstract = "Neural codecs are popular. We train a network to compress, e.g., images and audio."
     tldr = extract_tldr(abstract)

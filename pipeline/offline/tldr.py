@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import re
 from functools import lru_cache
 from itertools import repeat
@@ -178,9 +179,6 @@ _SHORT_CUTS = _rx(
     r"|\s+(?=(?:by [a-z]+ing|using|via|through|based on|in order to|so as to|without|which|while"
     r"|whereby|thereby|and thus|and then|leading to|resulting in)\b)"
 )
-# In a sentence that opens with "We <verb>", also before a trailing prepositional or purpose
-# phrase ("We study the effects of X | in non-IID settings"): the verb and its object stay.
-_PREP_CUTS = _rx(r"\s+(?=(?:for|with|in|on|across|to)\b)")
 # A prefix whose last clause opens a condition or concession ("... says that if we consider
 # X") needs the rest of the sentence.
 _OPEN_CLAUSE = _rx(
@@ -188,7 +186,6 @@ _OPEN_CLAUSE = _rx(
     r"|not only|both|either|neither|between|from)\b"
 )
 _SHORT_CUTS_LOW = _lower_twin(_SHORT_CUTS)
-_PREP_CUTS_LOW = _lower_twin(_PREP_CUTS)
 _OPEN_CLAUSE_LOW = _lower_twin(_OPEN_CLAUSE)
 # A hard cut (no clause boundary left) ends before one of these words, never after it.
 _BREAK_BEFORE = frozenset(
@@ -315,6 +312,30 @@ def _shape_bound(n_source: int, colon: bool, latex: bool, background: bool) -> f
     return kinds + length + raw_latex + flag + recurrence + _LEXICAL_MAX + 1e-6
 
 
+@lru_cache(maxsize=4096)
+def _shorter_bound(n_fitted: int, n_source: int, background: bool) -> float:
+    """An upper bound of _variant_score (v_lost_rec included) of a "cut_short" prefix of a
+    fitted variant of n_fitted words (at most n_fitted - 3 words, fewer after _finish)."""
+    if _LEXICAL_MAX is None:
+        return math.inf
+    w = _VARIANT_WEIGHTS
+    length = max(
+        w["kept_words"] * (n / 20)
+        + w["kept_sq"] * (n / 20) ** 2
+        + w["kept_ratio"] * min(n / n_source, 1.0)
+        for n in range(1, max(n_fitted - 2, 2))
+    )
+    return (
+        w["cut_short"]
+        + length
+        + max(w["raw_latex"], 0.0)
+        + (max(w["background_rule"], 0.0) if background else 0.0)
+        + _LOST_BOUND
+        + _LEXICAL_MAX
+        + 1e-6
+    )
+
+
 def extract_tldr(text: str) -> str:
     """One compressed sentence (<= 35 words) stating the abstract's contribution."""
     head = _head(text)
@@ -338,7 +359,10 @@ def extract_tldr(text: str) -> str:
             sentence_scores[i] + _sentence_bound(sentences[i], flags[i][0]) < -best0[0] - 1e-6
         ):
             continue
-        for k, variant in enumerate(_sentence_variants(i, sentences[i], *flags[i])):
+        # What a variant must add to the sentence's score to win (shorter cuts that cannot
+        # are not made).
+        need: float | None = None if best0 is None else -best0[0] - sentence_scores[i] - 1e-6
+        for k, variant in enumerate(_sentence_variants(i, sentences[i], *flags[i], need)):
             extra = _variant_score(variant)
             if _LOST_WEIGHT:
                 # The lost-stems term last, and only for a variant that can still win.
@@ -464,10 +488,12 @@ def _sentence_flags(sentences: list[str], rows: list[dict[str, float]]) -> list[
     return out
 
 
-def _sentence_variants(i: int, sentence: str, background: bool, soft: bool):
+def _sentence_variants(
+    i: int, sentence: str, background: bool, soft: bool, need: float | None = None
+):
     n_source = sentence.count(" ") + 1
     seen: set[str] = set()
-    for variant, kind in _variants(sentence):
+    for variant, kind in _variants(sentence, need, background):
         tldr = _finish(variant)
         if not tldr or tldr in seen:
             continue
@@ -573,9 +599,13 @@ def _candidates(text: str) -> list[str]:
     return out[:_MAX_SENTENCES]
 
 
-def _variants(sentence: str) -> list[tuple[str, str]]:
+def _variants(
+    sentence: str, need: float | None = None, background: bool = False
+) -> list[tuple[str, str]]:
     """(text, kind of cut) variants of one sentence: the compressed sentence cut to fit the
-    budget, and up to _MAX_SHORTER shorter ones ending at a clause boundary."""
+    budget, a "We show that X" sentence's X, and up to _MAX_SHORTER shorter ones ending at a
+    clause boundary (last, and only when one of them could score `need` or more in
+    _variant_score)."""
     base = _compress(sentence)
     fitted, kind = _fit(base)
     out = [(fitted, kind)]
@@ -614,7 +644,9 @@ def _variants(sentence: str) -> list[tuple[str, str]]:
             if not rules.ends_unfinished(head):
                 out.append((head, "cut_short"))
     n_fitted = fitted.count(" ") + 1
-    if n_fitted > _MIN_CUT_WORDS + 2:
+    if n_fitted > _MIN_CUT_WORDS + 2 and (
+        need is None or _shorter_bound(n_fitted, sentence.count(" ") + 1, background) >= need
+    ):
         out += [(prefix, "cut_short") for prefix in _shorter(fitted, n_fitted)]
     return out
 
@@ -624,19 +656,11 @@ def _shorter(fitted: str, n_fitted: int) -> list[str]:
     _MIN_CUT_WORDS words to 3 fewer than `fitted` and leave no clause open, in text order
     (looked for from the end, so the earlier boundaries are not checked)."""
     if fitted.isascii():
-        text, cuts, preps, open_clause = (
-            fitted.lower(),
-            _SHORT_CUTS_LOW,
-            _PREP_CUTS_LOW,
-            _OPEN_CLAUSE_LOW,
-        )
+        text, cuts, open_clause = fitted.lower(), _SHORT_CUTS_LOW, _OPEN_CLAUSE_LOW
     else:
-        text, cuts, preps, open_clause = fitted, _SHORT_CUTS, _PREP_CUTS, _OPEN_CLAUSE
-    ends = [m.start() for m in cuts.finditer(text)]
-    if text[:3] == "we ":
-        ends = sorted({*ends, *(m.start() for m in preps.finditer(text))})
+        text, cuts, open_clause = fitted, _SHORT_CUTS, _OPEN_CLAUSE
     shorter: list[str] = []
-    for end in reversed(ends):
+    for end in reversed([m.start() for m in cuts.finditer(text)]):
         n = fitted.count(" ", 0, end) + 1
         if _MIN_CUT_WORDS <= n <= n_fitted - 3 and not _open_clause(text, end, open_clause):
             shorter.append(fitted[:end])
