@@ -297,38 +297,36 @@ def test_rule_object_cut_after_a_reporting_verb_or_an_adjective():
     assert not rules.ends_unfinished("We introduce fast algorithms for MinHash of sparse data.")
 
 
-def test_reported_finding_is_a_variant_of_its_own():
-    # "We show that X": X is a candidate ("cut_that"), capitalized, with the frame dropped.
-    from pipeline.offline.tldr import candidate_table
+def test_cut_does_not_drop_the_last_item_of_a_series():
+    # "clusters X, aggregates Y, and updates Z" is never cut to "clusters X, aggregates Y.".
+    from pipeline.offline.tldr import _shorter
 
+    fitted = (
+        "We propose CRISP, an inference-time algorithm that clusters reasoning paths by their "
+        "final answers, aggregates reward signals at the cluster level, and adaptively updates "
+        "prefix prompts"
+    )
+    assert not any(p.endswith("cluster level") for p in _shorter(fitted, fitted.count(" ") + 1))
+    # A coordinated clause of the subject's may still go ("..., and show that ...").
+    fitted = (
+        "We propose CRISP, an inference-time algorithm for reasoning with reward models, "
+        "and show that it improves accuracy on five math benchmarks"
+    )
+    assert fitted.split(", and show")[0] in _shorter(fitted, fitted.count(" ") + 1)
+
+
+def test_rule_enumerated_item():
+    assert rules.starts_with_enumerator("(3) Pooling layers are neither necessary nor sufficient.")
+    assert rules.starts_with_enumerator("2) the model takes the output of the first stage.")
+    assert rules.starts_with_enumerator("(ii) retrain the network.")
+    assert not rules.starts_with_enumerator("We propose (1) a model and (2) a loss.")
+    assert not rules.starts_with_enumerator("3D shapes are hard to generate.")
     abstract = (
-        "Label noise is common in large datasets. We show that networks trained with label "
-        "smoothing memorize noisy labels much later than networks trained without it."
+        "We propose a pooling-free network for natural image classification that learns "
+        "deformation stability from data. (3) Interleaved pooling layers are neither necessary "
+        "nor sufficient for deformation stability."
     )
-    cut = [c for c in candidate_table(abstract) if c.dense["cut_that"]]
-    assert [c.text for c in cut] == [
-        "Networks trained with label smoothing memorize noisy labels much later than networks "
-        "trained without it."
-    ]
-    # Too short a clause is no variant ("We show that it works.").
-    assert not any(
-        c.dense["cut_that"] for c in candidate_table("We show that this approach works well.")
-    )
-
-
-def test_lost_recurring_stems():
-    from pipeline.offline.tldr_features import abstract_features, lost_recurring
-
-    sentences = [
-        "Sparse attention speeds up transformers.",
-        "We propose a sparse attention kernel for long documents and fast transformers.",
-    ]
-    _rows, recurring, n_recurring = abstract_features(sentences)
-    assert recurring == {"sparse", "attent", "transf"} and n_recurring == [3, 3]
-    assert lost_recurring(sentences[1], recurring, n_recurring[1]) == 0.0
-    # The cut dropped "transformers", one of the 3 recurring stems: 1 / (3 + 1).
-    assert lost_recurring("We propose a sparse attention kernel.", recurring, 3) == 0.25
-    assert lost_recurring("Anything at all.", recurring, 0) == 0.0
+    assert extract_tldr(abstract).startswith("We propose a pooling-free network")
 
 
 def test_pruned_search_picks_what_scoring_every_candidate_picks(samples):

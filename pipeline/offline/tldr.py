@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import re
 from functools import lru_cache
 from itertools import repeat
@@ -44,12 +43,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from pipeline.offline import tldr_rules as rules
-from pipeline.offline.tldr_features import (
-    abstract_features,
-    has_digit,
-    lexical_features,
-    lost_recurring,
-)
+from pipeline.offline.tldr_features import has_digit, lexical_features, sentence_features
 from pipeline.text import display_text, normalize_ws, numbers_in, split_sentences
 
 MAX_WORDS = 35
@@ -122,15 +116,6 @@ _AND_PROPOSE = _rx(
     r",?\s+and (?:we |then )?(?=(?:propose|introduce|present|develop|design|devise|show"
     r"|demonstrate|prove|derive|provide|establish)\b)"
 )
-# "We show that X" / "Our results demonstrate that X": the finding X is a sentence of its own.
-_REPORTED = _rx(
-    r"^(?:we|our (?:[\w-]+ )?(?:results|experiments|analysis|findings|theory)|(?:the )?(?:empirical"
-    r"|experimental|numerical) (?:results|evaluations?|studies)|this (?:paper|work))"
-    r" (?:(?:also|further|then|first|empirically|experimentally|theoretically|formally"
-    r"|rigorously|mathematically) )?(?:show|demonstrate|find|argue|prove|observe|establish|confirm"
-    r"|reveal|verify|conclude|suggest|hypothesi[sz]e|posit|claim|illustrate|discover|note|report"
-    r"|indicate)(?:s|ed)? that,?\s+"
-)
 # Sentences that only add to what came before ("Further analysis indicates ...").
 _FOLLOW_UP = _rx(
     r"^(?:further|furthermore|moreover|additionally|in addition|also|we also|finally|lastly"
@@ -186,6 +171,12 @@ _OPEN_CLAUSE = _rx(
     r"|not only|both|either|neither|between|from)\b"
 )
 _SHORT_CUTS_LOW = _lower_twin(_SHORT_CUTS)
+# The last item of a series ("A, B, and C"), not a new clause of the subject's.
+_SERIES_END = _rx(
+    r",\s+(?:and|or)\s+(?!(?:we|our|it|its|they|this|these|then|thus|hence|therefore|show"
+    r"|demonstrate|achieve|propose|present|introduce|provide|obtain|outperform|yield|prove"
+    r"|derive|establish|find)s?\b)"
+)
 _OPEN_CLAUSE_LOW = _lower_twin(_OPEN_CLAUSE)
 # A hard cut (no clause boundary left) ends before one of these words, never after it.
 _BREAK_BEFORE = frozenset(
@@ -198,24 +189,8 @@ _BREAK_BEFORE = frozenset(
 # techniques"); a cut before "to", "of", "as" ... may take a verb's argument away.
 _SAFE_BREAK = frozenset(_words("by using via through while where which whose when based without"))
 
-_CUT_KINDS = (
-    "cut_none",
-    "cut_tail",
-    "cut_short",
-    "cut_hard",
-    "cut_list",
-    "cut_second",
-    "cut_that",
-)
+_CUT_KINDS = ("cut_none", "cut_tail", "cut_short", "cut_hard", "cut_list", "cut_second")
 _BLANK = {kind: 0.0 for kind in _CUT_KINDS}
-_VARIANT_NAMES = (
-    "kept_words",
-    "kept_sq",
-    "kept_ratio",
-    "raw_latex",
-    "background_rule",
-    "v_lost_rec",
-)
 
 
 class Candidate(NamedTuple):
@@ -238,7 +213,10 @@ def _load_model(path: Path) -> tuple[dict[str, float], dict[str, float]]:
 
 _DENSE, _LEXICAL = _load_model(MODEL_PATH)
 # The variant features' weights, looked up once (extract_tldr scores variants without dicts).
-_VARIANT_WEIGHTS = {name: _DENSE.get(name, 0.0) for name in (*_CUT_KINDS, *_VARIANT_NAMES)}
+_VARIANT_WEIGHTS = {
+    name: _DENSE.get(name, 0.0)
+    for name in (*_CUT_KINDS, "kept_words", "kept_sq", "kept_ratio", "raw_latex", "background_rule")
+}
 
 
 def _variant_bound(w: dict[str, float], lexical: dict[str, float]) -> float:
@@ -257,15 +235,12 @@ def _variant_bound(w: dict[str, float], lexical: dict[str, float]) -> float:
         + max(w["kept_ratio"], 0.0)
         + max(w["background_rule"], 0.0)
         + max(w["raw_latex"], 0.0)
-        + max(w["v_lost_rec"], 0.0)
         + sum(words)
         + 1e-6
     )
 
 
 _VARIANT_BOUND = _variant_bound(_VARIANT_WEIGHTS, _LEXICAL)
-_LOST_WEIGHT = _VARIANT_WEIGHTS["v_lost_rec"]
-_LOST_BOUND = max(_LOST_WEIGHT, 0.0)  # (v_lost_rec is in [0, 1))
 # The sentence features' weights, in one fixed order (summed with map(mul, ...) in C).
 _SENTENCE_NAMES = tuple(name for name in _DENSE if name not in _VARIANT_WEIGHTS)
 _SENTENCE_WEIGHTS = tuple(_DENSE[name] for name in _SENTENCE_NAMES)
@@ -292,7 +267,7 @@ def _shape_bound(n_source: int, colon: bool, latex: bool, background: bool) -> f
     and the background flag (memoized: only these decide it)."""
     assert _LEXICAL_MAX is not None
     w = _VARIANT_WEIGHTS
-    kinds = max(w["cut_none"], w["cut_tail"], w["cut_short"], w["cut_second"], w["cut_that"])
+    kinds = max(w["cut_none"], w["cut_tail"], w["cut_short"], w["cut_second"])
     if n_source > MAX_WORDS:
         kinds = max(kinds, w["cut_hard"])
     if colon:
@@ -308,32 +283,7 @@ def _shape_bound(n_source: int, colon: bool, latex: bool, background: bool) -> f
     length = max(a * n + b * n * n for n in ns)
     raw_latex = max(w["raw_latex"], 0.0) if latex else 0.0
     flag = max(w["background_rule"], 0.0) if background else 0.0
-    recurrence = max(w["v_lost_rec"], 0.0)
-    return kinds + length + raw_latex + flag + recurrence + _LEXICAL_MAX + 1e-6
-
-
-@lru_cache(maxsize=4096)
-def _shorter_bound(n_fitted: int, n_source: int, background: bool) -> float:
-    """An upper bound of _variant_score (v_lost_rec included) of a "cut_short" prefix of a
-    fitted variant of n_fitted words (at most n_fitted - 3 words, fewer after _finish)."""
-    if _LEXICAL_MAX is None:
-        return math.inf
-    w = _VARIANT_WEIGHTS
-    length = max(
-        w["kept_words"] * (n / 20)
-        + w["kept_sq"] * (n / 20) ** 2
-        + w["kept_ratio"] * min(n / n_source, 1.0)
-        for n in range(1, max(n_fitted - 2, 2))
-    )
-    return (
-        w["cut_short"]
-        + length
-        + max(w["raw_latex"], 0.0)
-        + (max(w["background_rule"], 0.0) if background else 0.0)
-        + _LOST_BOUND
-        + _LEXICAL_MAX
-        + 1e-6
-    )
+    return kinds + length + raw_latex + flag + _LEXICAL_MAX + 1e-6
 
 
 def extract_tldr(text: str) -> str:
@@ -342,7 +292,7 @@ def extract_tldr(text: str) -> str:
     sentences = _candidates(_clean(head))
     if not sentences:
         return _fallback(head)
-    rows, recurring, n_recurring = abstract_features(sentences)
+    rows = sentence_features(sentences)
     flags = _sentence_flags(sentences, rows)
     sentence_scores = _sentence_scores(rows)
     # Sentences in the order of their own score. A sentence whose best possible variant
@@ -359,19 +309,8 @@ def extract_tldr(text: str) -> str:
             sentence_scores[i] + _sentence_bound(sentences[i], flags[i][0]) < -best0[0] - 1e-6
         ):
             continue
-        # What a variant must add to the sentence's score to win (shorter cuts that cannot
-        # are not made).
-        need: float | None = None if best0 is None else -best0[0] - sentence_scores[i] - 1e-6
-        for k, variant in enumerate(_sentence_variants(i, sentences[i], *flags[i], need)):
-            extra = _variant_score(variant)
-            if _LOST_WEIGHT:
-                # The lost-stems term last, and only for a variant that can still win.
-                if best0 is not None and (
-                    (-round(sentence_scores[i] + extra + _LOST_BOUND, 9), i, k) > best0
-                ):
-                    continue
-                extra += _LOST_WEIGHT * lost_recurring(variant[1], recurring, n_recurring[i])
-            key = (-round(sentence_scores[i] + extra, 9), i, k)
+        for k, variant in enumerate(_sentence_variants(i, sentences[i], *flags[i])):
+            key = (-round(sentence_scores[i] + _variant_score(variant), 9), i, k)
             scored.append((key, variant))
             if (best0 is None or key < best0) and _tier(variant[1], variant[6]) == 0:
                 best0 = key
@@ -403,8 +342,7 @@ def _sentence_scores(rows: list[dict[str, float]]) -> list[float]:
 
 
 def _variant_score(variant: tuple) -> float:
-    """The variant features' part of a score (what candidate_table's dicts add up to), but
-    for v_lost_rec (extract_tldr adds that)."""
+    """The variant features' part of a score (what candidate_table's dicts add up to)."""
     _i, tldr, kind, n, n_source, background, _soft = variant
     w = _VARIANT_WEIGHTS
     return (
@@ -448,7 +386,7 @@ def candidate_table(text: str) -> list[Candidate]:
     sentences = _candidates(_clean(text))
     if not sentences:
         return []
-    rows, recurring, n_recurring = abstract_features(sentences)
+    rows = sentence_features(sentences)
     out = []
     for i, tldr, kind, n, n_source, background, soft in _variant_rows(sentences, rows):
         features = dict(rows[i])
@@ -459,7 +397,6 @@ def candidate_table(text: str) -> list[Candidate]:
         features["kept_ratio"] = min(n / n_source, 1.0)
         features["raw_latex"] = float(rules.has_raw_latex(tldr))
         features["background_rule"] = float(background)
-        features["v_lost_rec"] = lost_recurring(tldr, recurring, n_recurring[i])
         out.append(Candidate(tldr, i, features, lexical_features(tldr), _tier(tldr, soft)))
     return out
 
@@ -488,12 +425,10 @@ def _sentence_flags(sentences: list[str], rows: list[dict[str, float]]) -> list[
     return out
 
 
-def _sentence_variants(
-    i: int, sentence: str, background: bool, soft: bool, need: float | None = None
-):
+def _sentence_variants(i: int, sentence: str, background: bool, soft: bool):
     n_source = sentence.count(" ") + 1
     seen: set[str] = set()
-    for variant, kind in _variants(sentence, need, background):
+    for variant, kind in _variants(sentence):
         tldr = _finish(variant)
         if not tldr or tldr in seen:
             continue
@@ -508,6 +443,7 @@ def _tier(tldr: str, soft: bool) -> int:
     if (
         (tldr.count(" ") + 1 < _MIN_KEPT_WORDS and not _CJK.search(tldr))
         or rules.starts_with_anaphor(tldr)
+        or rules.starts_with_enumerator(tldr)
         or rules.ends_unfinished(tldr)
         or rules.unfinished_list(tldr)
         or rules.has_citation(tldr)
@@ -599,13 +535,9 @@ def _candidates(text: str) -> list[str]:
     return out[:_MAX_SENTENCES]
 
 
-def _variants(
-    sentence: str, need: float | None = None, background: bool = False
-) -> list[tuple[str, str]]:
+def _variants(sentence: str) -> list[tuple[str, str]]:
     """(text, kind of cut) variants of one sentence: the compressed sentence cut to fit the
-    budget, a "We show that X" sentence's X, and up to _MAX_SHORTER shorter ones ending at a
-    clause boundary (last, and only when one of them could score `need` or more in
-    _variant_score)."""
+    budget, and up to _MAX_SHORTER shorter ones ending at a clause boundary."""
     base = _compress(sentence)
     fitted, kind = _fit(base)
     out = [(fitted, kind)]
@@ -619,12 +551,6 @@ def _variants(
             second, _kind = _fit("We " + base[m.end() :])
             if second.count(" ") + 1 >= _MIN_CUT_WORDS:
                 out.append((second, "cut_second"))
-    if " that " in base:
-        m = _REPORTED.match(base)
-        if m:
-            clause, _kind = _fit(base[m.end() :])
-            if clause.count(" ") + 1 >= _MIN_CUT_WORDS:
-                out.append((clause, "cut_that"))
     at = rules.anaphor_start(fitted)
     if at > 0:
         # "... model as the first approach to this matter": end before the phrase that points
@@ -644,9 +570,7 @@ def _variants(
             if not rules.ends_unfinished(head):
                 out.append((head, "cut_short"))
     n_fitted = fitted.count(" ") + 1
-    if n_fitted > _MIN_CUT_WORDS + 2 and (
-        need is None or _shorter_bound(n_fitted, sentence.count(" ") + 1, background) >= need
-    ):
+    if n_fitted > _MIN_CUT_WORDS + 2:
         out += [(prefix, "cut_short") for prefix in _shorter(fitted, n_fitted)]
     return out
 
@@ -662,11 +586,25 @@ def _shorter(fitted: str, n_fitted: int) -> list[str]:
     shorter: list[str] = []
     for end in reversed([m.start() for m in cuts.finditer(text)]):
         n = fitted.count(" ", 0, end) + 1
-        if _MIN_CUT_WORDS <= n <= n_fitted - 3 and not _open_clause(text, end, open_clause):
+        if (
+            _MIN_CUT_WORDS <= n <= n_fitted - 3
+            and not _open_clause(text, end, open_clause)
+            and not _ends_series(text, end)
+        ):
             shorter.append(fitted[:end])
             if len(shorter) == _MAX_SHORTER:
                 break
     return shorter[::-1]
+
+
+def _ends_series(text: str, end: int) -> bool:
+    """A cut at `end` drops the last item of a series: ", and C" of "A, B, and C" (an earlier
+    comma), not a coordinated clause of the subject's ("..., and show that ...")."""
+    return (
+        text.startswith(", ", end)
+        and "," in text[:end]
+        and _SERIES_END.match(text, end) is not None
+    )
 
 
 def _open_clause(text: str, end: int, pattern: re.Pattern[str]) -> bool:

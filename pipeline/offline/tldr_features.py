@@ -14,14 +14,12 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from itertools import chain, compress, repeat
-from operator import countOf, mul, ne
+from itertools import chain
+from operator import countOf, mul
 
 from pipeline.offline import tldr_rules
 
 _WORD = re.compile(r"[a-z][a-z0-9]+")
-# The first 6 characters of each _WORD match (the same matches: both take whole runs).
-_WORD6 = re.compile(r"([a-z][a-z0-9]{1,5})[a-z0-9]*")
 _DIGIT = re.compile(r"\d")
 _NUMBER_CHARS = frozenset("0123456789.,")
 
@@ -153,14 +151,6 @@ _ACRONYM_HINT = re.compile(r"[A-Z][a-z0-9]*[A-Z]")  # in every _ACRONYM match
 
 def sentence_features(sentences: list[str]) -> list[dict[str, float]]:
     """Per-sentence feature values: cues, penalties, position, length and centrality."""
-    return abstract_features(sentences)[0]
-
-
-def abstract_features(
-    sentences: list[str],
-) -> tuple[list[dict[str, float]], frozenset[str], list[int]]:
-    """sentence_features, the abstract's recurring stems (those in >= 2 sentences) and, per
-    sentence, how many of its distinct stems recur (for `lost_recurring`)."""
     n = len(sentences)
     lows = [s.lower() for s in sentences]
     runs = [_WORD.findall(low) for low in lows]
@@ -174,19 +164,8 @@ def abstract_features(
     for i, (row, s, digit) in enumerate(zip(rows, sentences, digits, strict=True)):
         _shape_features(row, s, i, n, digit)
     # A 6-letter prefix is a cheap stand-in for stemming ("propose", "proposed", "proposal").
-    return (
-        rows,
-        *_add_centrality(rows, [[w[:6] for w in words if w not in _STOP] for words in runs]),
-    )
-
-
-def lost_recurring(text: str, recurring: frozenset[str], n_recurring: int) -> float:
-    """The share of a sentence's n_recurring recurring stems (see abstract_features) that a
-    compressed variant of it, `text`, no longer holds."""
-    if not n_recurring:
-        return 0.0
-    kept = len(recurring.intersection(_WORD6.findall(text.lower())))
-    return max(n_recurring - kept, 0) / (n_recurring + 1)
+    _add_centrality(rows, [[w[:6] for w in words if w not in _STOP] for words in runs])
+    return rows
 
 
 def _add_firsts(rows: list[dict[str, float]]) -> None:
@@ -330,11 +309,9 @@ def _counts(words: list[str]) -> dict[str, int]:
     return once if len(once) == len(words) else Counter(words)
 
 
-def _add_centrality(
-    rows: list[dict[str, float]], stems: list[list[str]]
-) -> tuple[frozenset[str], list[int]]:
+def _add_centrality(rows: list[dict[str, float]], stems: list[list[str]]) -> None:
     """How much of each sentence's vocabulary (its stems) recurs in the rest of the abstract
-    (three views); (the stems in >= 2 sentences, each sentence's number of them)."""
+    (three views)."""
     counts = [_counts(words) for words in stems]
     # Counting iterables runs in C (Counter.update with a Counter is a Python loop).
     total = Counter(chain.from_iterable(stems))
@@ -342,12 +319,10 @@ def _add_centrality(
     recurring_words = (len(df) - countOf(df.values(), 1)) or 1  # words in >= 2 sentences
     total_sq = sum(map(mul, total.values(), total.values()))
     others = len(rows) - 1
-    n_recurring = []
     for row, own, words in zip(rows, counts, stems, strict=True):
         row["content"] = len(own) / 20
         if not others or not own:
             row["centrality"] = row["cosine"] = row["coverage"] = 0.0
-            n_recurring.append(0)
             continue
         # Integer sums (exact in any order), taken in C over the sentence's words w with
         # their count v, the abstract's count t and the number of sentences k that hold w
@@ -369,5 +344,3 @@ def _add_centrality(
         row["centrality"] = shared / (others * (len(own) + 4))
         row["cosine"] = dot / (math.sqrt(own_sq) * norm_rest)
         row["coverage"] = recurring / recurring_words
-        n_recurring.append(recurring)
-    return frozenset(compress(df, map(ne, df.values(), repeat(1)))), n_recurring

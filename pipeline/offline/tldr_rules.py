@@ -179,6 +179,14 @@ def starts_with_anaphor(text: str) -> bool:
     return _START_ANAPHOR.match(text) is not None and _NOT_ANAPHOR.match(text) is None
 
 
+# An item of a list that came before: "(3) Pooling layers are ...", "2) the model ...".
+_ENUMERATOR_START = re.compile(r"\(?(?:\d{1,2}|[ivx]{1,4}|[a-h])\)\s", re.IGNORECASE)
+
+
+def starts_with_enumerator(text: str) -> bool:
+    return _ENUMERATOR_START.match(text) is not None
+
+
 # A short aside that only points back: "we show that even for such activation, deep ...".
 _SUCH_ASIDE = re.compile(
     r"\b(that|[Ww]e \w+)\s+(?:even |only |also )?(?:for|in|on|with|under) (?:such|these|this)"
