@@ -2,40 +2,42 @@
 
 Deterministic and stdlib-only. Every sentence of the abstract is compressed into a few
 variants (its parentheticals, example lists, boilerplate openers and leading background
-clauses dropped, then cut at clause boundaries at different lengths; "We reduce this cost
-by ..., and propose X" also gives "We propose X"; no cut drops the last item of a series,
-"A, B, and C" -> "A, B"), and every variant is scored by a learned
-linear ranker (`tldr_model.json`, fitted by `python -m bench.train_tldr` on SciTLDR train:
-listwise softmax towards the variants with the best ROUGE-1 against the author TL;DRs).
+clauses dropped, then cut at clause boundaries at different lengths, never dropping the
+last item of a series, "A, B, and C" -> "A, B"; "We reduce this cost by ..., and propose X"
+also gives "We propose X"), and every variant is scored by a learned linear ranker
+(`tldr_model.json`, fitted by `python -m bench.train_tldr` on SciTLDR train: listwise
+softmax towards the variants with the best ROUGE-1 against the author TL;DRs).
 Features: `pipeline.offline.tldr_features` (cues, penalties, position, length, centrality,
 first word) plus the variant's length and kind of cut.
 
 The winner must stand alone (`pipeline.offline.tldr_rules`): LaTeX is rendered as text and
 citations are dropped beforehand; a variant that opens with an anaphor ("This positions
-...", "These results") or a list marker ("(3) ..."), points back mid-sentence ("this cost",
-"both models"), stops before an object ("... to compress.", "... demonstrate."), opens a list
-it does not finish, or keeps a citation or a URL is only taken when no other one is left (tier 2); questions, background and follow-up
-sentences, results about an unnamed method and hard cuts only when no stand-alone variant
-is left (tier 1). Every word is copied from the abstract, and a last check drops any token
-whose number does not occur in it.
+...", "These results") or a list marker ("(3) ..."), points back mid-sentence ("this
+cost", "both models"), stops before an object ("... to compress.", "... demonstrate."),
+opens a list it does not finish, or keeps a citation or a URL is only taken when no other
+one is left (tier 2); questions, background and follow-up sentences, results about an
+unnamed method and hard cuts only when no stand-alone variant is left (tier 1). Every word
+is copied from the abstract, and a last check drops any token whose number does not occur
+in it.
 
 SciTLDR-A dev (619 papers, reported only): best-reference ROUGE-1/2/L 41.0/20.9/34.5, mean
 32.1/12.6/25.9 (lead-1 30.1, one-sentence oracle 47.8); 5-fold CV on train ROUGE-1 37.9,
 where the best candidate of each paper's best tier (the candidate oracle) scores 44.1: 5.5
-of the 6.2 points are lost in the choice of the sentence, 0.8 in the choice of its cut. The same ranker
-without the stand-alone tiers scores 38.6 in CV (42.4 on dev before the series rule): that
-is what the rules cost. Measured in CV and rejected (no gain, or worse): content-word and
-first-two-word lexical features, gradient-boosted trees, an expected-ROUGE objective, R1+R2
-labels, other temperatures and L2 strengths, features of the neighbouring sentences,
-"introduces a recurring term", relative centrality, a learned prior of TL;DR words; and
-(the tldr-quality branch, within +-0.1 of 37.9 once no cut drops a series' last item):
-candidate-level cosine / recurring-word / stop-word / first-sentence-overlap features,
-pairwise products of the sentence features, a word-level model of which abstract words
-the TL;DR keeps (expected ROUGE-1 as a feature), minimum-Bayes-risk reranking, "We show
-that X" -> "X" variants, a "recurring stems the cut lost" feature, more or fewer shorter
-cuts, other word budgets. Cuts before a trailing prepositional phrase of "We <verb> ..."
-sentences with that feature reach 38.2 (37.9 without it), at ~15% more time and 13 of the
-100 judged TL;DRs changed, one to a broken list: not taken.
+of the 6.2 points are lost in the choice of the sentence, 0.8 in the choice of its cut.
+The same ranker without the stand-alone tiers scores 38.6 in CV (42.4 on dev before the
+series rule): that is what the rules cost. Measured in CV and rejected (no gain, or
+worse): content-word and first-two-word lexical features, gradient-boosted trees, an
+expected-ROUGE objective, R1+R2 labels, other temperatures and L2 strengths, features of
+the neighbouring sentences, "introduces a recurring term", relative centrality, a learned
+prior of TL;DR words; and (the tldr-quality branch, within 0.1 of 37.9 once no cut drops a
+series' last item) candidate-level cosine / recurring-word / stop-word /
+first-sentence-overlap features, pairwise products of the sentence features, a word-level
+model of which abstract words the TL;DR keeps (expected ROUGE-1 as a feature),
+minimum-Bayes-risk reranking, "We show that X" -> "X" variants, a "recurring stems the cut
+lost" feature, more or fewer shorter cuts, other word budgets. Cuts before a trailing
+prepositional phrase of "We <verb> ..." sentences with that feature reach 38.2 (37.9
+without it), at ~15% more time and 13 of the 100 judged TL;DRs changed, one to a broken
+list: not taken.
 
 Scoring expands only the sentences that can still win: one whose score plus an upper bound
 of what its variants can add falls below the best stand-alone variant found so far is
