@@ -289,6 +289,61 @@ def test_rule_object_cut():
     assert not rules.ends_unfinished("The kernel is positive definite and fast to compute.")
 
 
+def test_rule_object_cut_after_a_reporting_verb_or_an_adjective():
+    # A cut before "that ..." or "for ..." must not leave the verb or adjective without it.
+    assert rules.ends_unfinished("Experiments on several benchmark datasets demonstrate.")
+    assert rules.ends_unfinished("We propose to modify the penalties, and we argue.")
+    assert rules.ends_unfinished("We introduce fast algorithms for MinHash, suitable.")
+    assert not rules.ends_unfinished("We introduce fast algorithms for MinHash of sparse data.")
+
+
+def test_cut_does_not_drop_the_last_item_of_a_series():
+    # "clusters X, aggregates Y, and updates Z" is never cut to "clusters X, aggregates Y.".
+    from pipeline.offline.tldr import _shorter
+
+    fitted = (
+        "We propose CRISP, an inference-time algorithm that clusters reasoning paths by their "
+        "final answers, aggregates reward signals at the cluster level, and adaptively updates "
+        "prefix prompts"
+    )
+    assert not any(p.endswith("cluster level") for p in _shorter(fitted, fitted.count(" ") + 1))
+    # A coordinated clause of the subject's may still go ("..., and show that ...").
+    fitted = (
+        "We propose CRISP, an inference-time algorithm for reasoning with reward models, "
+        "and show that it improves accuracy on five math benchmarks"
+    )
+    assert fitted.split(", and show")[0] in _shorter(fitted, fitted.count(" ") + 1)
+
+
+def test_rule_enumerated_item():
+    assert rules.starts_with_enumerator("(3) Pooling layers are neither necessary nor sufficient.")
+    assert rules.starts_with_enumerator("2) the model takes the output of the first stage.")
+    assert rules.starts_with_enumerator("(ii) retrain the network.")
+    assert not rules.starts_with_enumerator("We propose (1) a model and (2) a loss.")
+    assert not rules.starts_with_enumerator("3D shapes are hard to generate.")
+    abstract = (
+        "We propose a pooling-free network for natural image classification that learns "
+        "deformation stability from data. (3) Interleaved pooling layers are neither necessary "
+        "nor sufficient for deformation stability."
+    )
+    assert extract_tldr(abstract).startswith("We propose a pooling-free network")
+
+
+def test_pruned_search_picks_what_scoring_every_candidate_picks(samples):
+    # extract_tldr skips sentences and cuts that cannot win; the result is the best candidate
+    # of the best tier in candidate_table, scored in full.
+    from pipeline.offline.tldr import _grounded, candidate_table, score
+
+    abstracts = samples + [r["abstract"] for r in _readability_rows()]
+    for abstract in abstracts:
+        table = candidate_table(abstract)
+        best = min(
+            range(len(table)),
+            key=lambda k: (table[k].tier, -round(score(table[k]), 9), table[k].sentence, k),
+        )
+        assert extract_tldr(abstract) == _grounded(table[best].text, abstract), abstract[:80]
+
+
 def test_example_removal_keeps_a_verbs_object():
     abstract = "Neural codecs are popular. We train a network to compress, e.g., images and audio."
     tldr = extract_tldr(abstract)

@@ -179,6 +179,14 @@ def starts_with_anaphor(text: str) -> bool:
     return _START_ANAPHOR.match(text) is not None and _NOT_ANAPHOR.match(text) is None
 
 
+# An item of a list that came before: "(3) Pooling layers are ...", "2) the model ...".
+_ENUMERATOR_START = re.compile(r"\(?(?:\d{1,2}|[ivx]{1,4}|[a-h])\)\s", re.IGNORECASE)
+
+
+def starts_with_enumerator(text: str) -> bool:
+    return _ENUMERATOR_START.match(text) is not None
+
+
 # A short aside that only points back: "we show that even for such activation, deep ...".
 _SUCH_ASIDE = re.compile(
     r"\b(that|[Ww]e \w+)\s+(?:even |only |also )?(?:for|in|on|with|under) (?:such|these|this)"
@@ -382,7 +390,10 @@ _OBJECT_VERBS = frozenset(
 _NEEDS_COMPLEMENT = frozenset(
     _words(
         """possible impossible able unable capable necessary prone due equivalent akin tailored
-        aimed intended likely unlikely sufficient insufficient"""
+        aimed intended likely unlikely sufficient insufficient suitable unsuitable applicable
+        amenable responsible related relevant specific susceptible vulnerable dedicated devoted
+        show shows demonstrate demonstrates argue argues prove proves reveal reveals suggest
+        suggests indicate indicates hypothesize hypothesizes conclude concludes"""
     )
 )
 _TOUGH = frozenset(
