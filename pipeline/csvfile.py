@@ -31,12 +31,29 @@ def csv_cell(value: Any) -> str:
     return text
 
 
+def _field(cell: str) -> str:
+    # csv.writer's minimal quoting for the excel dialect with CRLF rows: a cell holding the
+    # delimiter, the quote or a character of the line terminator is quoted, quotes doubled.
+    if '"' in cell:
+        return '"' + cell.replace('"', '""') + '"'
+    if "," in cell or "\n" in cell or "\r" in cell:
+        return '"' + cell + '"'
+    return cell
+
+
 class SafeCsvWriter:
-    """csv.writer with CRLF rows and every cell passed through `csv_cell`."""
+    """CSV rows as csv.writer writes them (excel dialect, CRLF rows), every cell passed
+    through `csv_cell`; the row is joined here, which is ~2x faster for long texts (a test
+    checks the bytes against csv.writer)."""
 
     def __init__(self, fh: IO[str]) -> None:
+        self._fh = fh
         self._writer = csv.writer(fh, lineterminator="\r\n")
 
     def writerow(self, values: Iterable[Any]) -> None:
         """Write one row of cells."""
-        self._writer.writerow([csv_cell(v) for v in values])
+        cells = [csv_cell(v) for v in values]
+        if len(cells) == 1 and cells[0] == "":
+            self._writer.writerow(cells)  # csv.writer's own spelling of one empty cell
+            return
+        self._fh.write(",".join([_field(c) for c in cells]) + "\r\n")
