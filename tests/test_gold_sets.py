@@ -121,25 +121,40 @@ def _scitldr_dir() -> Path | None:
     return next((p for p in SCITLDR_CANDIDATES if (p / "dev.jsonl").is_file()), None)
 
 
-@pytest.mark.parametrize("split", SPLITS)
-def test_gold_sample_is_the_documented_deterministic_draw(split):
-    """GOLD.md: rows sorted by sha256(paper_id), first N, skipping repeated abstracts."""
+def _draw(split: str) -> list[tuple[str, str]]:
+    """(source, abstract) of every row of a split in GOLD.md's order: sorted by
+    sha256(paper_id), repeated abstracts skipped. Skips the test without the SciTLDR files."""
     folder = _scitldr_dir()
     if folder is None:
         pytest.skip("SciTLDR split files not found beside the repository")
     rows = [json.loads(line) for line in (folder / f"{split}.jsonl").read_text().splitlines()]
     rows.sort(key=lambda r: hashlib.sha256(r["paper_id"].encode("utf-8")).hexdigest())
-    expected, seen = [], set()
+    drawn, seen = [], set()
     for row in rows:
         abstract = " ".join(row["source"])
-        if text_hash(abstract) in seen:
-            continue
-        seen.add(text_hash(abstract))
-        expected.append((f"scitldr-{split}#{row['paper_id']}", abstract))
-        if len(expected) == SIZES[split]:
-            break
+        key = text_hash(abstract)
+        if key not in seen:
+            seen.add(key)
+            drawn.append((f"scitldr-{split}#{row['paper_id']}", abstract))
+    return drawn
+
+
+def _digit_bearing_after_base(split: str) -> list[tuple[str, str]]:
+    """The numbers supplements' draw: past the first N, every digit-bearing abstract in no
+    base gold file."""
+    other_gold = {r["id"] for name in BASE_GOLD_FILES for r in read_gold(DATA / name)}
+    return [
+        (source, abstract)
+        for source, abstract in _draw(split)[SIZES[split] :]
+        if text_hash(abstract) not in other_gold and re.search(r"[0-9]", abstract)
+    ]
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_gold_sample_is_the_documented_deterministic_draw(split):
+    """GOLD.md: rows sorted by sha256(paper_id), first N, skipping repeated abstracts."""
     got = [(r["source"], r["abstract"]) for r in read_gold(claims_path(split))]
-    assert got == expected
+    assert got == _draw(split)[: SIZES[split]]
 
 
 def test_the_train_tags_supplement_continues_the_draw_and_is_valid(tax):
@@ -149,17 +164,7 @@ def test_the_train_tags_supplement_continues_the_draw_and_is_valid(tax):
     assert all(1 <= len(r["tags"]) <= 4 for r in more.values())
     assert not set(more) & set(load_tags_gold(tags_path("train")))
     assert not set(more) & set(load_tags_gold(tags_path("dev")))
-    folder = _scitldr_dir()
-    if folder is None:
-        pytest.skip("SciTLDR split files not found beside the repository")
-    rows = [json.loads(line) for line in (folder / "train.jsonl").read_text().splitlines()]
-    rows.sort(key=lambda r: hashlib.sha256(r["paper_id"].encode("utf-8")).hexdigest())
-    drawn, seen = [], set()
-    for row in rows:
-        key = text_hash(" ".join(row["source"]))
-        if key not in seen:
-            seen.add(key)
-            drawn.append(f"scitldr-train#{row['paper_id']}")
+    drawn = [source for source, _ in _draw("train")]
     assert [r["source"] for r in more.values()] == drawn[40:100]
 
 
@@ -170,17 +175,7 @@ def test_the_train_tags_validation_batch_continues_the_draw_and_is_valid(tax):
     assert all(1 <= len(r["tags"]) <= 4 for r in val.values())
     for other in ("train", "train_more", "dev"):
         assert not set(val) & set(load_tags_gold(tags_path(other)))
-    folder = _scitldr_dir()
-    if folder is None:
-        pytest.skip("SciTLDR split files not found beside the repository")
-    rows = [json.loads(line) for line in (folder / "train.jsonl").read_text().splitlines()]
-    rows.sort(key=lambda r: hashlib.sha256(r["paper_id"].encode("utf-8")).hexdigest())
-    drawn, seen = [], set()
-    for row in rows:
-        key = text_hash(" ".join(row["source"]))
-        if key not in seen:
-            seen.add(key)
-            drawn.append(f"scitldr-train#{row['paper_id']}")
+    drawn = [source for source, _ in _draw("train")]
     assert [r["source"] for r in val.values()] == drawn[100:160]
 
 
@@ -269,24 +264,7 @@ def test_numbers_supplements_share_no_abstract_with_any_gold_file():
 @pytest.mark.parametrize("split", SPLITS)
 def test_numbers_supplement_is_the_documented_deterministic_draw(split):
     """GOLD.md: past the first N in sha256(paper_id) order, every digit-bearing abstract."""
-    folder = _scitldr_dir()
-    if folder is None:
-        pytest.skip("SciTLDR split files not found beside the repository")
-    rows = [json.loads(line) for line in (folder / f"{split}.jsonl").read_text().splitlines()]
-    rows.sort(key=lambda r: hashlib.sha256(r["paper_id"].encode("utf-8")).hexdigest())
-    other_gold = {r["id"] for name in BASE_GOLD_FILES for r in read_gold(DATA / name)}
-    candidates, seen, base_taken = [], set(), 0
-    for row in rows:
-        abstract = " ".join(row["source"])
-        key = text_hash(abstract)
-        if key in seen:
-            continue
-        seen.add(key)
-        if base_taken < SIZES[split]:
-            base_taken += 1
-            continue
-        if key not in other_gold and re.search(r"[0-9]", abstract):
-            candidates.append((f"scitldr-{split}#{row['paper_id']}", abstract))
+    candidates = _digit_bearing_after_base(split)
     got = [(r["source"], r["abstract"]) for r in read_gold(numbers_path(split))]
     assert got == candidates[: len(got)]  # a prefix; where it stops is the target test above
 
@@ -350,24 +328,7 @@ def test_second_train_numbers_supplement_continues_the_first_and_shares_no_abstr
         for r in read_gold(DATA / name)
     }
     assert len(set(ids)) == len(ids) and not set(ids) & others
-    folder = _scitldr_dir()
-    if folder is None:
-        pytest.skip("SciTLDR split files not found beside the repository")
-    rows = [json.loads(line) for line in (folder / "train.jsonl").read_text().splitlines()]
-    rows.sort(key=lambda r: hashlib.sha256(r["paper_id"].encode("utf-8")).hexdigest())
-    other_gold = {r["id"] for name in BASE_GOLD_FILES for r in read_gold(DATA / name)}
-    candidates, seen, base_taken = [], set(), 0
-    for row in rows:
-        abstract = " ".join(row["source"])
-        key = text_hash(abstract)
-        if key in seen:
-            continue
-        seen.add(key)
-        if base_taken < SIZES["train"]:
-            base_taken += 1
-            continue
-        if key not in other_gold and re.search(r"[0-9]", abstract):
-            candidates.append((f"scitldr-train#{row['paper_id']}", abstract))
+    candidates = _digit_bearing_after_base("train")
     first = len(read_gold(numbers_path("train")))
     got = [(r["source"], r["abstract"]) for r in read_gold(NUMBERS2_PATH)]
     assert got == candidates[first : first + len(got)]
