@@ -42,19 +42,27 @@ def _strings(value: object) -> list[str]:
     return []
 
 
+_SAME_ABSTRACTS_AS_THE_NUMBERS_GOLD = {
+    "claims_gold_dev_numbers.jsonl",
+    "claims_dev_numbers_annotator2.jsonl",
+}
+
+
 def _shipped_text() -> str:
     """All text of the shipped examples and of tests/data, JSON decoded, one string.
 
     Left out: the corpus itself, and claims_gold_dev_numbers.jsonl, the offline extractor's
     quantitative gold supplement, drawn later from dev abstracts with digits (18 of its 54
-    rows are corpus abstracts: evaluation data for another extractor, never an input).
+    rows are corpus abstracts: evaluation data for another extractor, never an input), and
+    agreement/claims_dev_numbers_annotator2.jsonl, a second annotator's labels of those
+    same abstracts.
     """
     parts: list[str] = []
     files = [*(REPO / "examples").rglob("*"), *(REPO / "tests" / "data").rglob("*")]
     for path in sorted(files):
         if not path.is_file() or "realistic" in path.parts:
             continue
-        if path.name == "claims_gold_dev_numbers.jsonl" or path.suffix == ".py":
+        if path.name in _SAME_ABSTRACTS_AS_THE_NUMBERS_GOLD or path.suffix == ".py":
             continue
         text = path.read_text(encoding="utf-8")
         if path.suffix == ".json":
