@@ -14,7 +14,9 @@ Tried in order, on the sentence around the number:
    computation by up to 50%"; or its subject: "the error drops by 9.3%";
 6. "N% of X": "retaining 96% of reasoning performance" -> "reasoning performance";
 7. a known metric name earlier in the clause ("mean AUROC +5.14%");
-8. the metric of the result before it in the sentence ("by 19% over A and by 9% over B").
+8. the metric of the result before it in the sentence ("by 19% over A and by 9% over B"),
+   also when the phrase found is a bare change noun ("a METEOR score of 0.31, which is an
+   improvement of 0.6" -> "METEOR").
 
 Names are whole words of the sentence: never a fragment of a hyphenated word ("precision" in
 "full-precision"), never a negated one ("no accuracy loss"), never a preposition ("up").
@@ -184,6 +186,10 @@ def quantitative_metric(
         named = _known_metric(s[: hit.start])  # "73% Top-5 accuracy, outperforming A by 28%"
     if named is None and _AND_BY.search(before):
         named = previous  # "by 19% over A and by 9% over B"
+    if named and previous and tail is None and _CHANGE_NOUN.fullmatch(named):
+        # "a METEOR score of 0.31, which is an improvement of 0.6": the change is in the
+        # metric of the result before it
+        return previous
     return named or list_previous
 
 
