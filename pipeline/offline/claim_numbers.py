@@ -142,7 +142,7 @@ _SETTING_AFTER = re.compile(
 _CONDITION_CLAUSE = re.compile(
     r"\b(?:using|use|uses|with|on|trained|training|train|given|only|from|at|for|keep\w*"
     r"|sampl\w*|freez\w*|prun\w*|remov\w*|mask\w*|drop\w*|label\w*|annotat\w*|corrupt\w*"
-    r"|replac\w*|distill\w*|compress\w*|when|where|if|under)\b[^,;]{0,30}$",
+    r"|replac\w*|distill\w*|compress\w*|when|where|if|under|during|throughout)\b[^,;]{0,30}$",
     _I,
 )
 # "compressing to 80%", "pruned to 10%": the target of a compression is the setting.
@@ -266,6 +266,10 @@ _OTHERS_CONTRAST = re.compile(
     r"(?:yield|have|achieve|reach|obtain|get|attain|score|give|produce|perform|suffer|remain"
     r"|lag|stay)\b",
     _I,
+)
+# A sentence that opens by turning to the point of comparison: its numbers are the others'.
+_CONTRAST_OPENER = re.compile(
+    r"\s*(?:in\s+comparison|by\s+comparison|in\s+contrast|by\s+contrast)\s*,", _I
 )
 _FIRST_PERSON = re.compile(r"\b(?:we|our|ours|proposed)\b", _I)
 _CLAUSE_PUNCT = ",;:("
@@ -529,6 +533,8 @@ def _is_baseline(s: str, head: _Item, anchor: _Item) -> bool:
     clause = s[_clause_start(s, head.start) : head.start].strip()
     if _OTHERS_SUBJECT.match(clause) and not _FIRST_PERSON.search(clause):
         return True  # "the baseline reaches only 3.46%"
+    if _CONTRAST_OPENER.match(s) and not _FIRST_PERSON.search(s, 0, head.start):
+        return True  # "In comparison, professional lipreaders achieve 86.4% WER"
     low = s.lower()
     if s.isascii() and "while" not in low and "whereas" not in low:
         return False  # no other clause (the loop below would find none, slowly)
