@@ -179,7 +179,7 @@ _MULT_BEFORE = re.compile(
 # "with only ~2% drop in accuracy": a change after the number makes it a result.
 _CHANGE_AFTER = re.compile(
     r"\s*(?:[\w-]+\s+)?(?:drops?|loss|losses|degradation|decreases?|increases?|improvements?"
-    r"|gains?|reductions?|speed-?ups?|relative)\b",
+    r"|gains?|reductions?|speed-?ups?|savings?|relative)\b",
     _I,
 )
 # "the speedup at test time is 3X", "memory reduction is 3X"
@@ -213,6 +213,17 @@ _COUNT_RESULT_BEFORE = re.compile(
     r"|succeed\w*|best|match\w*|improv\w*)\b[^.;]*$",
     _I,
 )
+# "as few as 3 memory states (and 10 observations)": how small a result is (C12 counts).
+_AS_FEW_BEFORE = re.compile(
+    r"\bas\s+(?:few|little)\s+as\s+(?:\d[\d.,]*\s+[^,;:()\d]{1,40}?\s+and\s+)?$", _I
+)
+# "with as few as 10 labelled examples": the training material is the setting.
+_DATA_AFTER = re.compile(
+    r"\s+(?:[\w-]+\s+){0,2}?(?:labell?ed|labels?|examples?|samples?|shots?|images?"
+    r"|demonstrations?|data|training|queries|annotations?)\b",
+    _I,
+)
+_COORDINATED = re.compile(r"(?:\band|\bor|,)\s*[~∼≈]?\s?$", _I)
 _BEAT = re.compile(r"\b(?:beat|beats|outperform\w*|surpass\w*|exceed\w*|lead\w*)\b", _I)
 _RESPECTIVELY = re.compile(r"\s*,?\s*respectively\b", _I)
 _IN_TERMS = re.compile(r"\s+in(?:\s+terms\s+of)?(?=\s)", _I)  # "up to 84 in F1-score"
@@ -472,6 +483,11 @@ def _bare_metric(s: str, item: _Item, before: str) -> Hit | None:
     out_of = _OUT_OF.match(s, item.num_end)
     if out_of and _COUNT_RESULT_BEFORE.search(s, max(0, item.start - 60), item.start):
         return Hit(item.start, out_of.end(), item.num_start, item.value, None, None)
+    if _AS_FEW_BEFORE.search(s, max(0, item.start - 80), item.start) and not _DATA_AFTER.match(
+        s, item.num_end
+    ):
+        # "using as few as 3 discrete memory states and 10 observations": a count reached
+        return Hit(item.start, item.num_end, item.num_start, item.value, None, None)
     local = s[max(0, item.start - 40) : item.start]
     named_before = METRIC_BEFORE.search(local)
     if not decimal and not named_before and (len(number) > 3 or int(number.replace(",", "")) > 100):
@@ -482,6 +498,8 @@ def _bare_metric(s: str, item: _Item, before: str) -> Hit | None:
     if not ok and local.rstrip().endswith(":"):
         # "perplexities on two data sets: 57.3 on Penn Treebank and 65.8 on WikiText-2"
         ok = bool(METRIC_CONTEXT.search(s, max(0, item.start - 80), item.start))
+    if not ok and _COORDINATED.search(local) and _CHANGE_AFTER.match(s, item.num_end):
+        ok = True  # "at most ~59 speedup and ~32 memory saving": a coordinated change
     if not ok and decimal and _CHANGE_OF.search(local):
         ok = True  # "an increase of 0.4 in F-measure"
     if not ok and decimal and _BY_BEFORE.search(local):
