@@ -339,12 +339,11 @@ def _before_of(before: str, s: str = "", hit: Hit | None = None) -> str | None:
 
 def _by_change(before: str) -> str | None:
     """'improves average return by 19%' -> 'average return'; 'the error drops by 9.3%'."""
-    m = _BY_BEFORE.search(before)
-    up_to = m is None
-    if up_to:
-        m = _UP_TO_BEFORE.search(before)  # "trim down the energy cost up to 40%"
-        if m is None:
-            return None
+    by = _BY_BEFORE.search(before)
+    up_to = by is None
+    m = by or _UP_TO_BEFORE.search(before)  # "trim down the energy cost up to 40%"
+    if m is None:
+        return None
     head = before[: m.start()]
     verb = None
     for v in _CHANGE_VERB.finditer(head):
