@@ -10,11 +10,14 @@ Tried in order, on the sentence around the number:
 3. before a "from A to B" change, the object of its verb ("reduce monitor recall from ...");
 4. the phrase before "of"/"="/"is" and the number: "a classification accuracy of 96.32%",
    "an F1 score of 0.87", "an accuracy improvement of 5%";
-5. the object of a change verb before "by": "improves average return by 19%", "reduces the
-   computation by up to 50%"; or its subject: "the error drops by 9.3%";
+5. the object of a change verb before "by" (or a bare "up to"): "improves average return by
+   19%", "reduces the computation by up to 50%", "trim down the energy cost up to 40%"; or
+   its subject: "the error drops by 9.3%";
 6. "N% of X": "retaining 96% of reasoning performance" -> "reasoning performance";
 7. a known metric name earlier in the clause ("mean AUROC +5.14%");
-8. the metric of the result before it in the sentence ("by 19% over A and by 9% over B").
+8. the metric of the result before it in the sentence ("by 19% over A and by 9% over B"),
+   also when the phrase found is a bare change noun ("a METEOR score of 0.31, which is an
+   improvement of 0.6" -> "METEOR").
 
 Names are whole words of the sentence: never a fragment of a hyphenated word ("precision" in
 "full-precision"), never a negated one ("no accuracy loss"), never a preposition ("up").
@@ -110,10 +113,14 @@ _BY_BEFORE = re.compile(
     r"|roughly\s+|an?\s+(?:average\s+|overall\s+)?(?:factor\s+)?of\s+|[~∼≈]\s?)*$",
     _I,
 )
+_UP_TO_BEFORE = re.compile(r"\s+up\s+to\s*[~∼≈]?\s?$", _I)
+# What follows a verb whose subject is the number ("61% found that", "72.5% preferred our").
+_VERB_OF_SUBJECT = re.compile(r"\s+(?:that|our|the|their|its|it|them|us|this|these)\b", _I)
 _CHANGE_VERB = re.compile(
     r"\b(?:improv(?:es|ed|e|ing)|enhanc(?:es|ed|e|ing)|boost(?:s|ed|ing)?|reduc(?:es|ed|e|ing)"
     r"|increas(?:es|ed|e|ing)|lower(?:s|ed|ing)?|cut(?:s|ting)?|decreas(?:es|ed|e|ing)"
-    r"|rais(?:es|ed|e|ing)|shrink(?:s|ing)?|accelerat(?:es|ed|e|ing)|speed(?:s|ing)?\s+up)\s+",
+    r"|rais(?:es|ed|e|ing)|shrink(?:s|ing)?|accelerat(?:es|ed|e|ing)|speed(?:s|ing)?\s+up"
+    r"|trim(?:s|med|ming)?)(?:\s+down)?\s+",
     _I,
 )
 _PASSIVE_CHANGE = re.compile(
@@ -184,6 +191,10 @@ def quantitative_metric(
         named = _known_metric(s[: hit.start])  # "73% Top-5 accuracy, outperforming A by 28%"
     if named is None and _AND_BY.search(before):
         named = previous  # "by 19% over A and by 9% over B"
+    if named and previous and tail is None and _CHANGE_NOUN.fullmatch(named):
+        # "a METEOR score of 0.31, which is an improvement of 0.6": the change is in the
+        # metric of the result before it
+        return previous
     return named or list_previous
 
 
@@ -207,6 +218,8 @@ def _after_number(s: str, hit: Hit) -> str | None:
     words, stop = _phrase_words(s, comp.end() if comp else hit.end)
     if not words:
         return None
+    if len(words) == 1 and _VERB_OF_SUBJECT.match(s, stop) and not _named_quantity(words[0]):
+        return None  # "61% found that ...", "72.5% preferred our model": the number is a subject
     if _CHANGE_NOUN.fullmatch(words[-1]):
         obj = _OBJECT.match(s, stop)
         if obj:
@@ -214,6 +227,10 @@ def _after_number(s: str, hit: Hit) -> str | None:
             if inner and _metric_like(inner):
                 return _name(inner)
     return _name(words)
+
+
+def _named_quantity(word: str) -> bool:
+    return bool(METRIC_CONTEXT.fullmatch(word) or _CHANGE_NOUN.fullmatch(word))
 
 
 def _paren_name(s: str, hit: Hit) -> str | None:
@@ -322,7 +339,9 @@ def _before_of(before: str, s: str = "", hit: Hit | None = None) -> str | None:
 
 def _by_change(before: str) -> str | None:
     """'improves average return by 19%' -> 'average return'; 'the error drops by 9.3%'."""
-    m = _BY_BEFORE.search(before)
+    by = _BY_BEFORE.search(before)
+    up_to = by is None
+    m = by or _UP_TO_BEFORE.search(before)  # "trim down the energy cost up to 40%"
     if m is None:
         return None
     head = before[: m.start()]
@@ -334,6 +353,8 @@ def _by_change(before: str) -> str | None:
         words, _end = _phrase_words(head, det.end() if det else verb.end())
         if words:
             return _name(words)
+    if up_to:
+        return None  # without "by", only a change verb's object names the metric
     passive = _PASSIVE_CHANGE.search(head)
     return _name(_phrase_back(head[: passive.start()])) if passive else None
 

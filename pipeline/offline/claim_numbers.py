@@ -90,11 +90,11 @@ _POINTS = re.compile(
 _TIMES = re.compile(r"\s?[x×X](?![\w])|\s+times\b|-?fold\b", _I)
 _RATIO_UNITS = {"%", "pp", "x", "points"}
 _MEASURE = re.compile(
-    r"\s(?P<unit>ms|s|sec|secs|seconds|minutes|min|hours|h|days|GB|MB|TB|GiB|MiB|GPU[- ]hours)\b"
+    r"\s(?P<unit>ms|s|sec|secs|seconds?|minutes?|min|hours?|h|days?|GB|MB|TB|GiB|MiB|GPU[- ]hours?)\b"
 )
 # Units that are themselves the metric: "1.169 bpc", "3.83 MOS", "2.9 bits/dim".
 _METRIC_UNIT = re.compile(
-    r"\s?(?P<unit>bpc|BPC|bpd|BPD|bits/dim(?:ension)?|bits\s+per\s+(?:dim(?:ension)?|character)"
+    r"\s?(?P<unit>bpc|BPC|bpd|BPD|bits/dim(?:ension)?|bits/char(?:acter)?|bits\s+per\s+(?:dim(?:ension)?|character)"
     r"|nats|MOS|dB)(?![\w/])"
 )
 _MEASURE_CUE = re.compile(
@@ -123,6 +123,10 @@ _SETTING_BEFORE = re.compile(
     r"|ranging\s+from\s+|from\s+|between\s+|=\s*|is\s+|was\s+)*(?:only\s+)?[~∼≈]?\s?$",
     _I,
 )
+# A value the result depends on, not one it reaches: "over 98% is needed", "are required".
+_NEEDED_AFTER = re.compile(
+    r"\s+(?:is|are|was|were|would\s+be|will\s+be)\s+(?:needed|required|necessary)\b", _I
+)
 # A share of the training material after the number: "10% of the labels", "40% noisy labels".
 _SETTING_AFTER = re.compile(
     r"\s+(?:of\s+(?:the\s+|its\s+|their\s+|all\s+)?(?:[\w’'-]+\s+){0,3}(?:labels?|labell?ed|data"
@@ -138,7 +142,7 @@ _SETTING_AFTER = re.compile(
 _CONDITION_CLAUSE = re.compile(
     r"\b(?:using|use|uses|with|on|trained|training|train|given|only|from|at|for|keep\w*"
     r"|sampl\w*|freez\w*|prun\w*|remov\w*|mask\w*|drop\w*|label\w*|annotat\w*|corrupt\w*"
-    r"|replac\w*|distill\w*|compress\w*|when|where|if|under)\b[^,;]{0,30}$",
+    r"|replac\w*|distill\w*|compress\w*|when|where|if|under|during|throughout)\b[^,;]{0,30}$",
     _I,
 )
 # "compressing to 80%", "pruned to 10%": the target of a compression is the setting.
@@ -151,6 +155,13 @@ _COMPARED_AFTER = re.compile(
     r"\s*(?:\w+\s+){0,2}?(?:compared\s+(?:to|with)|relative\s+to|than|of\s+the\s+baseline)", _I
 )
 _CONDITION_WHEN = re.compile(r"\b(?:when|whenever|if|where|once)\b[^,;:()]*$", _I)
+# "0.7% higher accuracy when saving up to 27% energy": what the model saves is an outcome
+# even inside a "when" clause (unlike "when using 10% of the labels").
+_SAVING_WHEN = re.compile(
+    r"\b(?:when|while|whilst)\s+(?:also\s+|simultaneously\s+|still\s+)?(?:saving|reducing"
+    r"|cutting|lowering|decreasing|trimming)\b[^,;:()]*$",
+    _I,
+)
 _MULT_AFTER = re.compile(
     r"\)?\s*(?:\([^()]{1,20}\)\s*)?(?:faster|speed-?ups?|accelerations?|fewer|less|smaller"
     r"|cheaper|lower|reductions?|compression|improvements?|higher|more|better|gains?|increases?"
@@ -168,7 +179,7 @@ _MULT_BEFORE = re.compile(
 # "with only ~2% drop in accuracy": a change after the number makes it a result.
 _CHANGE_AFTER = re.compile(
     r"\s*(?:[\w-]+\s+)?(?:drops?|loss|losses|degradation|decreases?|increases?|improvements?"
-    r"|gains?|reductions?|speed-?ups?|relative)\b",
+    r"|gains?|reductions?|speed-?ups?|savings?|relative)\b",
     _I,
 )
 # "the speedup at test time is 3X", "memory reduction is 3X"
@@ -202,6 +213,17 @@ _COUNT_RESULT_BEFORE = re.compile(
     r"|succeed\w*|best|match\w*|improv\w*)\b[^.;]*$",
     _I,
 )
+# "as few as 3 memory states (and 10 observations)": how small a result is (C12 counts).
+_AS_FEW_BEFORE = re.compile(
+    r"\bas\s+(?:few|little)\s+as\s+(?:\d[\d.,]*\s+[^,;:()\d]{1,40}?\s+and\s+)?$", _I
+)
+# "with as few as 10 labelled examples": the training material is the setting.
+_DATA_AFTER = re.compile(
+    r"\s+(?:[\w-]+\s+){0,2}?(?:labell?ed|labels?|examples?|samples?|shots?|images?"
+    r"|demonstrations?|data|training|queries|annotations?)\b",
+    _I,
+)
+_COORDINATED = re.compile(r"(?:\band|\bor|,)\s*[~∼≈]?\s?$", _I)
 _BEAT = re.compile(r"\b(?:beat|beats|outperform\w*|surpass\w*|exceed\w*|lead\w*)\b", _I)
 _RESPECTIVELY = re.compile(r"\s*,?\s*respectively\b", _I)
 _IN_TERMS = re.compile(r"\s+in(?:\s+terms\s+of)?(?=\s)", _I)  # "up to 84 in F1-score"
@@ -241,6 +263,24 @@ _OTHERS_SUBJECT = re.compile(
     r"(?:work|methods?)|existing\s+(?:work|methods?|approaches)|state-of-the-art\s+methods?"
     r"|humans?|random\s+(?:guessing|chance|baseline))\b",
     _I,
+)
+# The subject and verb of a contrast clause about other methods: "other pre-training tasks
+# yield", "attacks that blindly target object detection only have" (a bare plural naming
+# methods), "existing approaches achieve"; a verb that scores, not one that changes ("while
+# the model size shrinks by 50%" stays our result).
+_OTHERS_CONTRAST = re.compile(
+    r"(?:(?:other|existing|previous|prior|competing|conventional|standard|traditional|current"
+    r"|state-of-the-art|baseline)\s+[^,;:()]{0,60}?"
+    r"|(?:[a-z][\w-]*\s+){0,2}(?:methods|approaches|attacks|models|baselines|algorithms|techniques"
+    r"|systems|networks|tasks|competitors)\b(?:\s+(?:that|which)\s+[^,;:()]{0,60}?)?)"
+    r"\s+(?:only\s+|just\s+|still\s+|typically\s+|usually\s+)?"
+    r"(?:yield|have|achieve|reach|obtain|get|attain|score|give|produce|perform|suffer|remain"
+    r"|lag|stay)\b",
+    _I,
+)
+# A sentence that opens by turning to the point of comparison: its numbers are the others'.
+_CONTRAST_OPENER = re.compile(
+    r"\s*(?:in\s+comparison|by\s+comparison|in\s+contrast|by\s+contrast)\s*,", _I
 )
 _FIRST_PERSON = re.compile(r"\b(?:we|our|ours|proposed)\b", _I)
 _CLAUSE_PUNCT = ",;:("
@@ -443,6 +483,11 @@ def _bare_metric(s: str, item: _Item, before: str) -> Hit | None:
     out_of = _OUT_OF.match(s, item.num_end)
     if out_of and _COUNT_RESULT_BEFORE.search(s, max(0, item.start - 60), item.start):
         return Hit(item.start, out_of.end(), item.num_start, item.value, None, None)
+    if _AS_FEW_BEFORE.search(s, max(0, item.start - 80), item.start) and not _DATA_AFTER.match(
+        s, item.num_end
+    ):
+        # "using as few as 3 discrete memory states and 10 observations": a count reached
+        return Hit(item.start, item.num_end, item.num_start, item.value, None, None)
     local = s[max(0, item.start - 40) : item.start]
     named_before = METRIC_BEFORE.search(local)
     if not decimal and not named_before and (len(number) > 3 or int(number.replace(",", "")) > 100):
@@ -453,6 +498,8 @@ def _bare_metric(s: str, item: _Item, before: str) -> Hit | None:
     if not ok and local.rstrip().endswith(":"):
         # "perplexities on two data sets: 57.3 on Penn Treebank and 65.8 on WikiText-2"
         ok = bool(METRIC_CONTEXT.search(s, max(0, item.start - 80), item.start))
+    if not ok and _COORDINATED.search(local) and _CHANGE_AFTER.match(s, item.num_end):
+        ok = True  # "at most ~59 speedup and ~32 memory saving": a coordinated change
     if not ok and decimal and _CHANGE_OF.search(local):
         ok = True  # "an increase of 0.4 in F-measure"
     if not ok and decimal and _BY_BEFORE.search(local):
@@ -470,8 +517,12 @@ def _is_setting(s: str, head: _Item, anchor: _Item) -> bool:
     before = s[max(0, head.start - 40) : head.start]
     if _SETTING_BEFORE.search(before) or _COMPRESS_TO.search(before):
         return True
-    if _CONDITION_WHEN.search(before) and not (
-        _MULT_AFTER.match(s, anchor.end) or _CHANGE_AFTER.match(s, anchor.end)
+    if _NEEDED_AFTER.match(s, anchor.end):
+        return True  # "a success rate of over 98% is needed for them to ...": a requirement
+    if (
+        _CONDITION_WHEN.search(before)
+        and not (_MULT_AFTER.match(s, anchor.end) or _CHANGE_AFTER.match(s, anchor.end))
+        and not _SAVING_WHEN.search(before)
     ):
         return True  # "when the error rates are 10% and 30%": a condition
     if anchor.unit not in {"%", "x", "pp"} or anchor.metric is not None:
@@ -500,6 +551,8 @@ def _is_baseline(s: str, head: _Item, anchor: _Item) -> bool:
     clause = s[_clause_start(s, head.start) : head.start].strip()
     if _OTHERS_SUBJECT.match(clause) and not _FIRST_PERSON.search(clause):
         return True  # "the baseline reaches only 3.46%"
+    if _CONTRAST_OPENER.match(s) and not _FIRST_PERSON.search(s, 0, head.start):
+        return True  # "In comparison, professional lipreaders achieve 86.4% WER"
     low = s.lower()
     if s.isascii() and "while" not in low and "whereas" not in low:
         return False  # no other clause (the loop below would find none, slowly)
@@ -514,7 +567,12 @@ def _is_baseline(s: str, head: _Item, anchor: _Item) -> bool:
     # using 50% less memory" or "while the model size shrinks by 50%" stay our results.
     subject = other.group("next")
     first = s.split(None, 1)[0] if s.strip() else ""
-    return subject[:1].isupper() and subject not in {first, "It", "This", "These", "Its"}
+    if subject[:1].isupper() and subject not in {first, "It", "This", "These", "Its"}:
+        return True
+    # "while other pre-training tasks yield an accuracy below 78.7%", "while attacks that
+    # blindly target object detection only have up to 25%": other methods are the subject
+    # and score the number, in contrast with ours
+    return bool(_OTHERS_CONTRAST.match(s, other.end("next") - len(subject), head.start))
 
 
 def _clause_start(s: str, end: int) -> int:
