@@ -488,12 +488,12 @@ def _is_example(lower: tuple[str, ...], gaps: list[str], start: int) -> bool:
     """True when an example word ("such as", "e.g.", "including") opens a clause within
     EXAMPLE_REACH tokens before token `start`, in the same sentence."""
     for j in range(start - 1, max(-1, start - 1 - tag_rules.EXAMPLE_REACH), -1):
+        gap = gaps[j]  # after token j: ". " ends a sentence, "e.g. " and "e." do not
+        if "." in gap and not gap.endswith(".") and lower[j] not in _NOT_SENTENCE_END:
+            return False
         for words in _EXAMPLE_BY_LAST.get(lower[j], ()):
             if lower[j - len(words) + 1 : j + 1] == words:
                 return True
-        gap = gaps[j - 1] if j > 0 else ""
-        if "." in gap and not gap.endswith(".") and lower[j - 1] not in _NOT_SENTENCE_END:
-            return False  # "X. Such" : the previous sentence
     return False
 
 
