@@ -76,7 +76,7 @@ SECOND_CONTRIBUTION = 0.8  # a runner-up contribution type this close to the bes
 REPEAT_DECAY = 0.75  # the k-th mention of a tag counts REPEAT_DECAY**(k-1): repetition saturates
 MAX_CUE_HITS = 3  # one cue repeated counts at most this often
 MAX_PHRASE_KEYWORDS = 2  # repeated noun phrases fill at most this many keyword slots
-PROPOSAL_SCORE = 1.0  # new-method cue weight ("we propose", "our method") that rules out empirical-study
+PROPOSAL_SCORE = 1.0  # a new-method cue this strong ("we propose") rules out empirical-study
 
 _TOKEN = re.compile(r"\w+")
 _NEGATORS = frozenset({"no", "without", "not", "nor", "neither"})
@@ -467,21 +467,13 @@ _NOT_SENTENCE_END = frozenset({"e", "g", "i", "eg", "ie", "al", "etc", "vs", "cf
 def _own_work_start(lower: tuple[str, ...]) -> int:
     """Index of the first token where the abstract turns to its own work ("we", "our",
     "this paper"); the tokens before it are background (len(lower) if it never does)."""
-    end = len(lower)
-    for word in _OWN_WORK:
-        try:
-            end = lower.index(word, 0, end)
-        except ValueError:
-            pass
-    k = 0
-    while True:
-        try:
-            k = lower.index("this", k, end)
-        except ValueError:
-            return end
+    end = min((lower.index(w) for w in _OWN_WORK if w in lower), default=len(lower))
+    k = lower.index("this", 0, end) if "this" in lower[:end] else end
+    while k < end:
         if k + 1 < len(lower) and lower[k + 1] in _THIS_WORK:
             return k
-        k += 1
+        k = lower.index("this", k + 1, end) if "this" in lower[k + 1 : end] else end
+    return end
 
 
 def _is_example(lower: tuple[str, ...], gaps: list[str], start: int) -> bool:
