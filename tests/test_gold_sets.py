@@ -179,6 +179,17 @@ def test_the_train_tags_validation_batch_continues_the_draw_and_is_valid(tax):
     assert [r["source"] for r in val.values()] == drawn[100:160]
 
 
+def test_the_second_train_tags_validation_batch_continues_the_draw_and_is_valid(tax):
+    """tags_gold_train_val2.jsonl: train positions 161-220 of the same draw (held out)."""
+    val2 = load_tags_gold(DATA / "tags_gold_train_val2.jsonl")
+    assert tags_gold_problems(val2, tax) == [] and len(val2) == 60
+    assert all(1 <= len(r["tags"]) <= 4 for r in val2.values())
+    for other in ("train", "train_more", "train_val", "dev"):
+        assert not set(val2) & set(load_tags_gold(DATA / f"tags_gold_{other}.jsonl"))
+    drawn = [source for source, _ in _draw("train")]
+    assert [r["source"] for r in val2.values()] == drawn[160:220]
+
+
 @pytest.mark.parametrize("split", SPLITS)
 def test_claims_gold_scores_perfectly_against_itself(split):
     gold = load_gold(claims_path(split))

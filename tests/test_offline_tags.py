@@ -661,3 +661,55 @@ def test_every_offline_synonym_is_indexed_for_its_tag(tax: Taxonomy) -> None:
             for sensitive, key in _phrase_variants(phrase):
                 index = matcher.cs_index if sensitive else matcher.ci_index
                 assert index.get(key) == tag_id, (phrase, key)
+
+
+def test_no_empirical_study_beside_a_proposal_cue(tax: Taxonomy) -> None:
+    study = (
+        "We study the loss landscape of graph neural networks. We investigate how depth changes "
+        "node classification accuracy on citation graphs."
+    )
+    assert "empirical-study" in match_tags(study, tax)[0]
+    proposal = study + " We propose a new graph neural network that avoids the problem."
+    assert "empirical-study" not in match_tags(proposal, tax)[0]
+
+
+def test_a_tag_met_only_as_a_background_example_is_left_out(tax: Taxonomy) -> None:
+    text = (
+        "Deep networks excel at vision tasks such as object detection. We propose a pruning "
+        "method for convolutional networks that removes redundant filters; pruning keeps accuracy."
+    )
+    tags = match_tags(text, tax)[0]
+    assert "pruning" in tags and "object-detection" not in tags
+    # the same mention is kept when it is not an example ...
+    direct = text.replace("vision tasks such as object detection", "object detection")
+    assert "object-detection" in match_tags(direct, tax)[0]
+    # ... or when the abstract's own work mentions the tag again
+    again = text + " On object detection the pruned networks stay accurate."
+    assert "object-detection" in match_tags(again, tax)[0]
+
+
+def test_an_example_word_in_the_previous_sentence_does_not_reach(tax: Taxonomy) -> None:
+    text = (
+        "Network pruning removes filters. Pruning is used in many vision models, such as this "
+        "one. Object detection is hard. We propose a pruning method for convolutional networks."
+    )
+    tags = match_tags(text, tax)[0]
+    assert tags[0] == "pruning" and "object-detection" in tags
+
+
+def test_robustness_umbrella_is_left_out_beside_adversarial_robustness(tax: Taxonomy) -> None:
+    text = (
+        "Adversarial examples fool classifiers. We propose a certified defense against "
+        "adversarial attacks with verifiable robustness guarantees; the robustness holds "
+        "against PGD attacks."
+    )
+    tags = match_tags(text, tax)[0]
+    assert "adversarial-robustness" in tags and "robustness" not in tags
+    plain = "We measure the robustness of image classifiers to common corruptions and noise."
+    assert "robustness" in match_tags(plain, tax)[0]
+
+
+def test_contrastive_predictive_coding_is_contrastive_learning(tax: Taxonomy) -> None:
+    text = "We revisit contrastive predictive coding for unsupervised image representations."
+    tags = match_tags(text, tax)[0]
+    assert "contrastive-learning" in tags and "neuroscience" not in tags

@@ -15,6 +15,8 @@ neighbouring words cancel a mention. Offline-only data; the LLM prompt never see
   ("unlike GANs", "instead of fine-tuning", "rather than RL").
 - SUFFIX_BLOCKERS: a hyphenated word after a mention that makes it a comparison or an
   absence ("DNA-like", "attention-free", "RL-agnostic").
+- EXAMPLE_BEFORE: words that make a background mention an example ("such as X", "e.g. X").
+- UMBRELLA_OF: umbrella tags left out when a narrower tag is selected.
 """
 
 from __future__ import annotations
@@ -271,6 +273,25 @@ PASSING_BEFORE: tuple[tuple[str, ...], ...] = (
 )
 
 SUFFIX_BLOCKERS = frozenset({"like", "free", "agnostic", "less"})
+
+# Words that open an example ("tasks such as X", "e.g. X", "like X", "including X"): in the
+# background, before the abstract turns to its own work, a tag met only there is motivation.
+EXAMPLE_BEFORE: tuple[tuple[str, ...], ...] = (
+    ("such", "as"),
+    ("e", "g"),
+    ("eg",),
+    ("for", "example"),
+    ("for", "instance"),
+    ("including",),
+    ("like",),
+)
+EXAMPLE_REACH = 6  # tokens between the example word and the mention, in one sentence
+
+# Umbrella tags dropped when one of their narrower tags is selected (the taxonomy's
+# definitions: "robustness ... when no narrower tag applies").
+UMBRELLA_OF: dict[str, frozenset[str]] = {
+    "robustness": frozenset({"adversarial-robustness", "generalization-ood", "label-noise"}),
+}
 
 # Phrasings of a tag's concept that the taxonomy file does not list (it feeds the LLM prompt
 # and its cache keys, so the offline matcher keeps its own additions here). Same conventions
@@ -617,4 +638,6 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
     ),
     "variational-autoencoders": ("variational auto-encoder",),
     "transfer-learning": ("pre-trained network",),
+    # CPC is a contrastive objective; without this its "predictive coding" reads as neuroscience
+    "contrastive-learning": ("contrastive predictive coding",),
 }

@@ -76,6 +76,7 @@ SECOND_CONTRIBUTION = 0.8  # a runner-up contribution type this close to the bes
 REPEAT_DECAY = 0.75  # the k-th mention of a tag counts REPEAT_DECAY**(k-1): repetition saturates
 MAX_CUE_HITS = 3  # one cue repeated counts at most this often
 MAX_PHRASE_KEYWORDS = 2  # repeated noun phrases fill at most this many keyword slots
+PROPOSAL_SCORE = 1.0  # a new-method cue this strong ("we propose") rules out empirical-study
 
 _TOKEN = re.compile(r"\w+")
 _NEGATORS = frozenset({"no", "without", "not", "nor", "neither"})
@@ -453,6 +454,39 @@ class _Analysis:
 
 _SUFFIX_BLOCKERS = tag_rules.SUFFIX_BLOCKERS
 _PASSING_LAST = frozenset(p[-1] for p in tag_rules.PASSING_BEFORE)
+_EXAMPLE_BY_LAST: dict[str, tuple[tuple[str, ...], ...]] = {
+    last: tuple(p for p in tag_rules.EXAMPLE_BEFORE if p[-1] == last)
+    for last in {p[-1] for p in tag_rules.EXAMPLE_BEFORE}
+}
+_OWN_WORK = ("we", "our")  # the first of these (or "this paper/work/study") ends the background
+_THIS_WORK = frozenset({"paper", "work", "study"})
+_NONE: frozenset[str] = frozenset()
+_NOT_SENTENCE_END = frozenset({"e", "g", "i", "eg", "ie", "al", "etc", "vs", "cf"})
+
+
+def _own_work_start(lower: tuple[str, ...]) -> int:
+    """Index of the first token where the abstract turns to its own work ("we", "our",
+    "this paper"); the tokens before it are background (len(lower) if it never does)."""
+    end = min((lower.index(w) for w in _OWN_WORK if w in lower), default=len(lower))
+    k = lower.index("this", 0, end) if "this" in lower[:end] else end
+    while k < end:
+        if k + 1 < len(lower) and lower[k + 1] in _THIS_WORK:
+            return k
+        k = lower.index("this", k + 1, end) if "this" in lower[k + 1 : end] else end
+    return end
+
+
+def _is_example(lower: tuple[str, ...], gaps: list[str], start: int) -> bool:
+    """True when an example word ("such as", "e.g.", "including") opens a clause within
+    EXAMPLE_REACH tokens before token `start`, in the same sentence."""
+    for j in range(start - 1, max(-1, start - 1 - tag_rules.EXAMPLE_REACH), -1):
+        gap = gaps[j]  # after token j: ". " ends a sentence, "e.g. " and "e." do not
+        if "." in gap and not gap.endswith(".") and lower[j] not in _NOT_SENTENCE_END:
+            return False
+        for words in _EXAMPLE_BY_LAST.get(lower[j], ()):
+            if lower[j - len(words) + 1 : j + 1] == words:
+                return True
+    return False
 
 
 def _with_families(
@@ -886,6 +920,9 @@ def _topical(analysis: _Analysis, matcher: Matcher) -> list[str]:
 def _contributions(analysis: _Analysis, matcher: Matcher) -> list[str]:
     """The contribution type (and a close runner-up), or the fallback when no cue fires."""
     scores = _contribution_scores(analysis, matcher.taxonomy)
+    if "empirical-study" in scores and scores.get(GENERIC_CONTRIBUTION, 0.0) >= PROPOSAL_SCORE:
+        # "we propose ..." beside "we study ...": the study is of the paper's own method
+        del scores["empirical-study"]
     kinds = _rank(scores, {}, matcher.order)
     if not kinds:
         return [_fallback_contribution(matcher.taxonomy)]
@@ -894,11 +931,30 @@ def _contributions(analysis: _Analysis, matcher: Matcher) -> list[str]:
     return kinds[:1]
 
 
+def _without_passing(analysis: _Analysis, tags: list[str]) -> list[str]:
+    """`tags` without those met only as examples in the background ("in tasks such as object
+    detection" before "we propose ..."): motivation, not the paper's topic."""
+    lower = analysis.lower
+    start = _own_work_start(lower)
+    if start == 0:
+        return tags
+    wanted = set(tags)
+    passing = dict.fromkeys(tags, True)
+    for m in analysis.mentions:
+        if m.tag in wanted and passing[m.tag]:
+            passing[m.tag] = m.start < start and _is_example(lower, analysis.gaps, m.start)
+    return [t for t in tags if not passing[t]]
+
+
 def _select(analysis: _Analysis, matcher: Matcher) -> list[str]:
     """1..MAX_TAGS ids: topical tags best first, then a specific contribution type (or two);
     `new-method` only when nothing else applies."""
     kinds = _contributions(analysis, matcher)
     topical = _topical(analysis, matcher)
+    if len(topical) > 1:
+        topical = topical[:1] + _without_passing(analysis, topical[1:])
+        chosen = set(topical)
+        topical = [t for t in topical if tag_rules.UMBRELLA_OF.get(t, _NONE).isdisjoint(chosen)]
     if topical or len(kinds) > 1:
         # Almost every paper proposes something: the generic type only fills an empty list.
         kinds = [k for k in kinds if k != GENERIC_CONTRIBUTION]
