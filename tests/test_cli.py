@@ -201,3 +201,25 @@ def test_input_edited_during_the_run_stops_it_with_a_manifest(tmp_path, monkeypa
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["status"] == "fatal" and "changed" in manifest["fatal_error"]
     assert manifest["counts"]["records_written"] <= 1
+
+
+def test_every_command_is_registered_by_the_module_the_lazy_group_names():
+    """pipeline.cli imports a command's module only when the command runs: each name must
+    map to the module that registers it, and every registered command must be mapped."""
+    import importlib
+    import subprocess
+    import sys
+
+    from pipeline.cli import COMMAND_MODULES
+
+    for name, module in COMMAND_MODULES.items():
+        importlib.import_module(f"pipeline.cli.{module}")
+        assert name in main.commands, (name, module)
+    assert set(main.commands) == set(COMMAND_MODULES)
+    # `digest triage` loads neither the run engine nor the job (a fresh interpreter).
+    code = (
+        "import sys; from pipeline.cli import main; main.get_command(None, 'triage'); "
+        "print(sorted(m for m in sys.modules if m.startswith(('pipeline.job', 'pipeline.engine'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

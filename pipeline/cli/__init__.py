@@ -22,8 +22,17 @@ from pipeline.logs import redact, setup_logging
 from pipeline.redact import url_secrets
 from pipeline.text import terminal_safe
 
-# Each module registers its subcommands on `main` when imported.
-COMMAND_MODULES = ["run", "evaluate", "report", "triage", "assign", "batch"]
+# Command name -> the module that registers it on `main` when imported. A command's module is
+# imported only when that command runs (or when all are listed, for --help): `digest triage`
+# does not load the run engine, `digest run` not the assignment solver.
+COMMAND_MODULES = {
+    "run": "run",
+    "eval": "evaluate",
+    "report": "report",
+    "triage": "triage",
+    "assign": "assign",
+    "batch": "batch",
+}
 
 
 def say(text: str, *, err: bool = False, lines: bool = False) -> None:
@@ -34,6 +43,17 @@ def say(text: str, *, err: bool = False, lines: bool = False) -> None:
 
 
 class _Group(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:  # noqa: D102
+        for module in COMMAND_MODULES.values():
+            importlib.import_module(f"pipeline.cli.{module}")
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:  # noqa: D102
+        module = COMMAND_MODULES.get(cmd_name)
+        if module is not None:
+            importlib.import_module(f"pipeline.cli.{module}")
+        return super().get_command(ctx, cmd_name)
+
     def invoke(self, ctx: click.Context):  # noqa: D102
         try:
             return super().invoke(ctx)
@@ -68,7 +88,3 @@ def main(verbose: int) -> None:
     level = logging.WARNING - 10 * min(verbose, 2)
     secrets = (os.environ.get(ENV_API_KEY, ""), *url_secrets(os.environ.get(ENV_BASE_URL)))
     setup_logging(level, secrets=secrets)
-
-
-for _name in COMMAND_MODULES:
-    importlib.import_module(f"pipeline.cli.{_name}")

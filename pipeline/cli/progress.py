@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-
-from tqdm import tqdm
+from typing import TYPE_CHECKING
 
 from pipeline.pricing import Price, format_cost, format_tokens
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 
 class BarProgress:
@@ -34,6 +36,8 @@ class BarProgress:
 
     def start(self, total: int, stages: Sequence[str]) -> None:
         """Open the bar: one step per (abstract, stage)."""
+        from tqdm import tqdm  # only a run that shows the bar pays for the import
+
         self._stages = tuple(stages)
         self._total = total
         self._bar = tqdm(

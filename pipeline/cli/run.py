@@ -16,7 +16,6 @@ from pipeline.cli.options import (
 )
 from pipeline.cli.progress import BarProgress
 from pipeline.cli.views import point_latest
-from pipeline.engine.ray_engine import check_engine
 from pipeline.errors import RunInterrupted
 from pipeline.ingest import read_inputs
 from pipeline.job import load_project_taxonomy, new_run_dir, run_job
@@ -69,7 +68,10 @@ def run_command(
         return
     if settings.resolved_provider == "openai":
         check_openai_settings(settings)  # e.g. no key for api.openai.com: before any input
-    check_engine(settings)  # e.g. --engine ray without the extra installed
+    if settings.engine == "ray":  # the Ray engine's module only for a Ray run
+        from pipeline.engine.ray_engine import check_engine
+
+        check_engine(settings)  # e.g. --engine ray without the extra installed
     # Before any work: a folder that cannot be written is one message, not a traceback later.
     ensure_writable_dir(settings.cache_dir, "cache folder")
     ensure_writable_dir(run_dir, "run folder")
