@@ -8,6 +8,7 @@ command killed by SIGPIPE (SIGPIPE itself stays ignored: it would also kill on a
 
 from __future__ import annotations
 
+import gc
 import importlib
 import logging
 import os
@@ -80,11 +81,25 @@ def _quiet_stdout() -> None:
         pass  # not a real file (tests): nothing will be flushed to a closed pipe
 
 
+_imports_frozen = False
+
+
+def _freeze_imports() -> None:
+    # What the imports made lives as long as the process: keep it out of every garbage
+    # collection from here on (a warm 10k rerun spends ~1.5% less CPU). Once per process:
+    # tests invoke `main` many times.
+    global _imports_frozen
+    if not _imports_frozen:
+        gc.freeze()
+        _imports_frozen = True
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="digest")
 @click.option("-v", "--verbose", count=True, help="More logging on stderr (-vv for debug).")
 def main(verbose: int) -> None:
     """abstract-digest: research-paper abstracts into validated TL;DRs, method tags and claims."""
+    _freeze_imports()
     level = logging.WARNING - 10 * min(verbose, 2)
     secrets = (os.environ.get(ENV_API_KEY, ""), *url_secrets(os.environ.get(ENV_BASE_URL)))
     setup_logging(level, secrets=secrets)
