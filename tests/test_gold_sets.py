@@ -289,72 +289,29 @@ def test_numbers_supplement_scores_perfectly_against_itself(split):
     assert result["metric_acceptable"] == {"count": quantitative, "of": quantitative, "share": 1.0}
 
 
-# --- the second train numbers supplement (tuning data) -------------------------------
+# --- the later train numbers supplements (a held-out train estimate each, then tuning data) ---
 
 # Promised in tests/data/GOLD.md: abstracts, quantitative, qualitative, abstracts without claims.
 NUMBERS2 = (109, 60, 146, 9)
 NUMBERS2_PATH = DATA / "claims_gold_train_numbers2.jsonl"
-
-
-def test_second_train_numbers_supplement_is_valid_and_has_the_documented_counts():
-    records = read_gold(NUMBERS2_PATH)
-    assert gold_problems(records) == []
-    for record in records:
-        assert set(record) == {"id", "source", "abstract", "claims"}
-        assert record["source"].startswith("scitldr-train#")
-        assert re.search(r"[0-9]", record["abstract"]), "only digit-bearing abstracts are drawn"
-        for claim in record["claims"]:
-            assert set(claim) == CLAIM_KEYS, record["source"]
-            assert claim["evidence"] in record["abstract"], "evidence is an exact substring"
-            assert claim["metric"] not in claim["metric_ok"]
-            assert all(isinstance(m, str) and m.strip() for m in claim["metric_ok"])
-            assert claim["statement"].strip()
-            if claim["kind"] == "qualitative":
-                assert claim["unit"] is None
-    claims = [c for r in records for c in r["claims"]]
-    counts = (
-        len(records),
-        sum(c["kind"] == "quantitative" for c in claims),
-        sum(c["kind"] == "qualitative" for c in claims),
-        sum(not r["claims"] for r in records),
-    )
-    assert counts == NUMBERS2
-    # it stops at the first abstract with which it holds 60 quantitative claims of its own
-    per_record = [_quantitative([r]) for r in records]
-    assert sum(per_record) >= QUANTITATIVE_TARGET > sum(per_record[:-1])
-    gold = load_gold(NUMBERS2_PATH)
-    result = score_claims(gold, gold, abstracts=load_gold_abstracts(NUMBERS2_PATH))
-    assert (result["fp"], result["fn"]) == (0, 0)
-
-
-def test_second_train_numbers_supplement_continues_the_first_and_shares_no_abstract():
-    ids = [r["id"] for r in read_gold(NUMBERS2_PATH)]
-    others = {
-        r["id"]
-        for name in (
-            *BASE_GOLD_FILES,
-            "claims_gold_dev_numbers.jsonl",
-            "claims_gold_train_numbers.jsonl",
-        )
-        for r in read_gold(DATA / name)
-    }
-    assert len(set(ids)) == len(ids) and not set(ids) & others
-    candidates = _digit_bearing_after_base("train")
-    first = len(read_gold(numbers_path("train")))
-    got = [(r["source"], r["abstract"]) for r in read_gold(NUMBERS2_PATH)]
-    assert got == candidates[first : first + len(got)]
-
-
-# --- the third train numbers supplement (held-out train estimate, then tuning data) ---
-
-# Promised in tests/data/GOLD.md: abstracts, quantitative, qualitative, abstracts without claims.
 NUMBERS3 = (53, 51, 85, 7)
 NUMBERS3_PATH = DATA / "claims_gold_train_numbers3.jsonl"
-NUMBERS3_TARGET = 50
+# (file, documented counts, the quantitative claims it stops at, the supplements before it)
+LATER_SUPPLEMENTS = [
+    pytest.param(
+        NUMBERS2_PATH, NUMBERS2, QUANTITATIVE_TARGET, [numbers_path("train")], id="numbers2"
+    ),
+    pytest.param(
+        NUMBERS3_PATH, NUMBERS3, 50, [numbers_path("train"), NUMBERS2_PATH], id="numbers3"
+    ),
+]
 
 
-def test_third_train_numbers_supplement_is_valid_and_has_the_documented_counts():
-    records = read_gold(NUMBERS3_PATH)
+@pytest.mark.parametrize(("path", "documented", "target", "before"), LATER_SUPPLEMENTS)
+def test_later_train_numbers_supplement_is_valid_and_has_the_documented_counts(
+    path, documented, target, before
+):
+    records = read_gold(path)
     assert gold_problems(records) == []
     for record in records:
         assert set(record) == {"id", "source", "abstract", "claims"}
@@ -375,31 +332,29 @@ def test_third_train_numbers_supplement_is_valid_and_has_the_documented_counts()
         sum(c["kind"] == "qualitative" for c in claims),
         sum(not r["claims"] for r in records),
     )
-    assert counts == NUMBERS3
-    # it stops at the first abstract with which it holds 50 quantitative claims of its own
+    assert counts == documented
+    # it stops at the first abstract with which it holds `target` quantitative claims
     per_record = [_quantitative([r]) for r in records]
-    assert sum(per_record) >= NUMBERS3_TARGET > sum(per_record[:-1])
-    gold = load_gold(NUMBERS3_PATH)
-    result = score_claims(gold, gold, abstracts=load_gold_abstracts(NUMBERS3_PATH))
+    assert sum(per_record) >= target > sum(per_record[:-1])
+    gold = load_gold(path)
+    result = score_claims(gold, gold, abstracts=load_gold_abstracts(path))
     assert (result["fp"], result["fn"]) == (0, 0)
 
 
-def test_third_train_numbers_supplement_continues_the_second_and_shares_no_abstract():
-    ids = [r["id"] for r in read_gold(NUMBERS3_PATH)]
+@pytest.mark.parametrize(("path", "documented", "target", "before"), LATER_SUPPLEMENTS)
+def test_later_train_numbers_supplement_continues_the_draw_and_shares_no_abstract(
+    path, documented, target, before
+):
+    ids = [r["id"] for r in read_gold(path)]
     others = {
         r["id"]
-        for name in (
-            *BASE_GOLD_FILES,
-            "claims_gold_dev_numbers.jsonl",
-            "claims_gold_train_numbers.jsonl",
-            "claims_gold_train_numbers2.jsonl",
-        )
+        for name in (*BASE_GOLD_FILES, "claims_gold_dev_numbers.jsonl")
         for r in read_gold(DATA / name)
-    }
+    } | {r["id"] for earlier in before for r in read_gold(earlier)}
     assert len(set(ids)) == len(ids) and not set(ids) & others
     candidates = _digit_bearing_after_base("train")
-    first = len(read_gold(numbers_path("train"))) + len(read_gold(NUMBERS2_PATH))
-    got = [(r["source"], r["abstract"]) for r in read_gold(NUMBERS3_PATH)]
+    first = sum(len(read_gold(earlier)) for earlier in before)
+    got = [(r["source"], r["abstract"]) for r in read_gold(path)]
     assert got == candidates[first : first + len(got)]
 
 
