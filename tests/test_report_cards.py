@@ -128,7 +128,7 @@ def test_cards_of_other_code_versions_are_deleted_when_a_store_opens(tmp_path):
     stale.write_text('{"key":"x"}\n', encoding="utf-8")
     other = tmp_path / "claims.jsonl"
     other.write_text("", encoding="utf-8")
-    store = CardStore(tmp_path, None, FORUM)
+    store = CardStore.open(tmp_path, None, FORUM)
     try:
         assert not stale.exists() and other.exists()
         assert store.path.name == f"{CARDS_PREFIX}{card_code_id()[:16]}.jsonl"
@@ -151,7 +151,7 @@ def test_a_card_never_depends_on_provenance(tmp_path, abstracts):
 
 
 def test_the_key_leaves_out_provenance_and_only_provenance(tmp_path):
-    store = CardStore(tmp_path, None, FORUM)
+    store = CardStore.open(tmp_path, None, FORUM)
     try:
         line = (
             b'{"id":"a","abstract":"x \\"provenance\\":{y}","stages":{"tldr":{"status":"ok",'
@@ -166,9 +166,9 @@ def test_the_key_leaves_out_provenance_and_only_provenance(tmp_path):
         rerun = line.replace(b"false", b"true").replace(b"3.5", b"9.25")
         assert store.key(line) == store.key(rerun)
         assert store.key(line) != store.key(line.replace(b'"t"', b'"u"'))
-        assert store.key(line) != CardStore(tmp_path, None, FORUM + "&x").key(line)
+        assert store.key(line) != CardStore.open(tmp_path, None, FORUM + "&x").key(line)
         taxonomy = load_taxonomy(PROMPTS / "taxonomy.yaml")
-        assert store.key(line) != CardStore(tmp_path, taxonomy, FORUM).key(line)
+        assert store.key(line) != CardStore.open(tmp_path, taxonomy, FORUM).key(line)
     finally:
         store.close()
 
@@ -256,3 +256,21 @@ def test_a_rerun_over_the_shipped_examples_writes_the_same_page(tmp_path, exampl
     first, second = (page(tmp_path / x / "out" / "report.html") for x in "ab")
     assert first == second
     assert len(store.read_text(encoding="utf-8").splitlines()) == n
+
+
+def test_without_a_code_digest_no_cards_are_kept(tmp_path, monkeypatch, caplog):
+    """Sources that cannot be read give no digest: no card could be told stale, so none is
+    kept (and importing the report code never fails on it)."""
+    from pipeline.report import cards
+
+    def unreadable(self):
+        raise PermissionError(13, "Permission denied")
+
+    with monkeypatch.context() as m:
+        m.setattr(Path, "read_bytes", unreadable)
+        assert cards._code_id() is None
+    monkeypatch.setattr(cards, "_CODE_ID", None)
+    with caplog.at_level(logging.WARNING):
+        assert CardStore.open(tmp_path, None, FORUM) is None
+    assert "cannot be read" in caplog.text
+    assert card_files(tmp_path) == []

@@ -13,8 +13,8 @@ the same records again, so building every card again is most of what such a run 
   (`card_code_id`): any code change starts a new file, and the files of other code
   versions are deleted when a store opens, so the folder holds one version's cards;
 - lines are the cache's own sealed lines (pipeline/cache.py); a line whose seal fails is a
-  miss. A card is derived data: a store that cannot be opened or written is dropped with
-  one warning and the page is built as without it.
+  miss. A card is derived data: a store that cannot be opened, read or written is dropped
+  with one warning and the page is built as without it.
 """
 
 from __future__ import annotations
@@ -124,18 +124,24 @@ def without_provenance(line: bytes) -> bytes:
     return b"".join(parts)
 
 
-def _code_id() -> str:
+def _code_id() -> str | None:
     """sha256 of what a card's bytes depend on besides its record: the package's version and
     every source file, the Python and Unicode database versions (str.lower, split, NFC) and
-    orjson's version."""
+    orjson's version. None when the sources cannot be read (no cards are kept then)."""
     from pipeline import __version__
 
     root = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256(
         f"{__version__}\0{sys.version}\0{unicodedata.unidata_version}\0{orjson.__version__}".encode()
     )
-    for path in sorted(root.rglob("*.py")):
-        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    sources = sorted(root.rglob("*.py"))
+    if not sources:
+        return None  # not installed as files (a zip, say): nothing to digest
+    try:
+        for path in sources:
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    except OSError:
+        return None
     return digest.hexdigest()
 
 
@@ -144,7 +150,7 @@ def _code_id() -> str:
 _CODE_ID = _code_id()
 
 
-def card_code_id() -> str:
+def card_code_id() -> str | None:
     """The digest of the card-building code this process loaded (see _code_id)."""
     return _CODE_ID
 
@@ -152,8 +158,7 @@ def card_code_id() -> str:
 class CardStore:
     """The cards of earlier runs (module docstring), read and written by the report sink."""
 
-    def __init__(self, cache_dir: Path, taxonomy: Taxonomy | None, forum: str) -> None:
-        code = card_code_id()
+    def __init__(self, cache_dir: Path, taxonomy: Taxonomy | None, forum: str, code: str) -> None:
         name = f"{CARDS_PREFIX}{code[:16]}.jsonl"
         for old in cache_dir.glob(f"{CARDS_PREFIX}*.jsonl"):
             if old.name != name:
@@ -167,9 +172,14 @@ class CardStore:
 
     @classmethod
     def open(cls, cache_dir: Path, taxonomy: Taxonomy | None, forum: str) -> CardStore | None:
-        """The store of `cache_dir`, or None (with a warning) when it cannot be opened."""
+        """The store of `cache_dir`, or None (with a warning) when it cannot be opened, or
+        when the code's digest is unknown (then no card could be told stale)."""
+        code = card_code_id()
+        if code is None:
+            log.warning("report cards are not kept (the package sources cannot be read)")
+            return None
         try:
-            return cls(cache_dir, taxonomy, forum)
+            return cls(cache_dir, taxonomy, forum, code)
         except (StorageError, OSError) as exc:
             log.warning("report cards are not kept (%s); the page is built in full", exc)
             return None
