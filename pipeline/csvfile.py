@@ -1,6 +1,6 @@
 """The one way this package writes CSV: cells safe to open in a spreadsheet.
 
-- Rows end with CRLF (RFC 4180), so the csv module quotes any cell holding CR or LF and a
+- Rows end with CRLF (RFC 4180), and any cell holding CR or LF is quoted (as csv.writer does), so a
   stray carriage return can never split a row.
 - A cell that starts like a formula (=, +, -, @, tab, CR) and is not a plain number gets a
   leading apostrophe, so spreadsheets show it as text instead of evaluating it.
@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterable
 from typing import IO, Any
 
@@ -48,12 +47,11 @@ class SafeCsvWriter:
 
     def __init__(self, fh: IO[str]) -> None:
         self._fh = fh
-        self._writer = csv.writer(fh, lineterminator="\r\n")
 
     def writerow(self, values: Iterable[Any]) -> None:
         """Write one row of cells."""
         cells = [csv_cell(v) for v in values]
-        if len(cells) == 1 and cells[0] == "":
-            self._writer.writerow(cells)  # csv.writer's own spelling of one empty cell
+        if cells == [""]:
+            self._fh.write('""\r\n')  # csv.writer's spelling of one empty cell: not a blank line
             return
         self._fh.write(",".join([_field(c) for c in cells]) + "\r\n")

@@ -157,37 +157,29 @@ def test_gold_sample_is_the_documented_deterministic_draw(split):
     assert got == _draw(split)[: SIZES[split]]
 
 
-def test_the_train_tags_supplement_continues_the_draw_and_is_valid(tax):
-    """tags_gold_train_more.jsonl: train positions 41-100 of the same draw (tuning data)."""
-    more = load_tags_gold(DATA / "tags_gold_train_more.jsonl")
-    assert tags_gold_problems(more, tax) == [] and len(more) == 60
-    assert all(1 <= len(r["tags"]) <= 4 for r in more.values())
-    assert not set(more) & set(load_tags_gold(tags_path("train")))
-    assert not set(more) & set(load_tags_gold(tags_path("dev")))
+@pytest.mark.parametrize(
+    ("name", "positions", "others"),
+    [
+        # tags_gold_train_more.jsonl: train positions 41-100 of the same draw (tuning data)
+        pytest.param("train_more", (40, 100), ("train", "dev"), id="train_more"),
+        # tags_gold_train_val.jsonl: positions 101-160 (validation, then tuning data)
+        pytest.param("train_val", (100, 160), ("train", "train_more", "dev"), id="train_val"),
+        # tags_gold_train_val2.jsonl: positions 161-220 (held out)
+        pytest.param(
+            "train_val2", (160, 220), ("train", "train_more", "train_val", "dev"), id="train_val2"
+        ),
+    ],
+)
+def test_a_train_tags_supplement_continues_the_draw_and_is_valid(tax, name, positions, others):
+    """The train tags supplements: 60 abstracts each, later positions of the same draw."""
+    batch = load_tags_gold(tags_path(name))
+    assert tags_gold_problems(batch, tax) == [] and len(batch) == 60
+    assert all(1 <= len(r["tags"]) <= 4 for r in batch.values())
+    for other in others:
+        assert not set(batch) & set(load_tags_gold(tags_path(other)))
     drawn = [source for source, _ in _draw("train")]
-    assert [r["source"] for r in more.values()] == drawn[40:100]
-
-
-def test_the_train_tags_validation_batch_continues_the_draw_and_is_valid(tax):
-    """tags_gold_train_val.jsonl: train positions 101-160 of the same draw (validation)."""
-    val = load_tags_gold(DATA / "tags_gold_train_val.jsonl")
-    assert tags_gold_problems(val, tax) == [] and len(val) == 60
-    assert all(1 <= len(r["tags"]) <= 4 for r in val.values())
-    for other in ("train", "train_more", "dev"):
-        assert not set(val) & set(load_tags_gold(tags_path(other)))
-    drawn = [source for source, _ in _draw("train")]
-    assert [r["source"] for r in val.values()] == drawn[100:160]
-
-
-def test_the_second_train_tags_validation_batch_continues_the_draw_and_is_valid(tax):
-    """tags_gold_train_val2.jsonl: train positions 161-220 of the same draw (held out)."""
-    val2 = load_tags_gold(DATA / "tags_gold_train_val2.jsonl")
-    assert tags_gold_problems(val2, tax) == [] and len(val2) == 60
-    assert all(1 <= len(r["tags"]) <= 4 for r in val2.values())
-    for other in ("train", "train_more", "train_val", "dev"):
-        assert not set(val2) & set(load_tags_gold(DATA / f"tags_gold_{other}.jsonl"))
-    drawn = [source for source, _ in _draw("train")]
-    assert [r["source"] for r in val2.values()] == drawn[160:220]
+    first, last = positions
+    assert [r["source"] for r in batch.values()] == drawn[first:last]
 
 
 @pytest.mark.parametrize("split", SPLITS)

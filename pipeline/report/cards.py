@@ -168,7 +168,6 @@ class CardStore:
         self.path = self._cache.path
         taxonomy_id = content_hash(taxonomy.model_dump(mode="json")) if taxonomy else "-"
         self._salt = f"{code}\0{taxonomy_id}\0{forum}\0".encode()
-        self.hits = 0
 
     @classmethod
     def open(cls, cache_dir: Path, taxonomy: Taxonomy | None, forum: str) -> CardStore | None:
@@ -208,7 +207,6 @@ class CardStore:
             card = Card(text, card_id, title, tuple(tags), *counts_and_values)
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             return None
-        self.hits += 1
         return card
 
     def put(self, key: str, card: Card, abstract: str) -> None:

@@ -119,8 +119,8 @@ class HtmlPageWriter:
             card.paper_id,
             card.number,
         )
-        self._metrics.add_values(card.metrics, card.metric_labels)
-        self._datasets.add_values(card.datasets, card.dataset_labels)
+        self._metrics.add(card.metrics, card.metric_labels)
+        self._datasets.add(card.datasets, card.dataset_labels)
         self._batch.append(card.json)
         if len(self._batch) >= _BATCH:
             self._flush()

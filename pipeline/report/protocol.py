@@ -52,7 +52,6 @@ from pipeline.triage import (
     DEFAULT_FORUM_URL,
     ROW_FIELDS,
     SORT_KEYS,
-    claim_values,
     forum_url,
     natural_key,
     paper_keys,
@@ -469,14 +468,9 @@ class FacetCounter:
         self.papers_of: dict[str, array[int]] = {}  # distinct value -> papers mentioning it
         self.labels: Counter[tuple[str, str]] = Counter()  # (value, as written) -> claims
 
-    def add(self, paper: Paper, key: str, values: list[str] | None = None) -> None:
-        """One paper's values (claim_values(paper, key), when already computed)."""
-        if values is None:
-            values = claim_values(paper, key)
-        self.add_values(values, facet_labels(paper, key, values))
-
-    def add_values(self, values: list[str], labels: list[str]) -> None:
-        """One paper's values per claim and their labels as written (facet_labels)."""
+    def add(self, values: list[str], labels: list[str]) -> None:
+        """One paper's values per claim (claim_values) and their labels as written
+        (facet_labels)."""
         i = self.n
         self.n += 1
         if not values:
