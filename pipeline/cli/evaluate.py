@@ -77,22 +77,24 @@ def eval_claims(
 
 
 @eval_group.command("tags")
-@click.argument("gold", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.argument(
+    "gold", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True, dir_okay=False)
+)
 @click.option(
     "--out",
     type=click.Path(path_type=Path),
     help="Folder for eval.json / eval.md [default: outputs/eval-tags-<timestamp>].",
 )
 @run_options
-def eval_tags(gold: Path, out: Path | None, config_path, no_progress, **flags) -> None:
-    """Precision/recall/F1 and primary-tag accuracy of the tags stage against GOLD
-    (see tests/data/tags_gold_dev.jsonl and tests/data/GOLD.md)."""
+def eval_tags(gold: tuple[Path, ...], out: Path | None, config_path, no_progress, **flags) -> None:
+    """Precision/recall/F1 and primary-tag accuracy of the tags stage against GOLD files,
+    scored together (see tests/data/tags_gold*.jsonl and tests/data/GOLD.md)."""
     settings = settings_from_flags(config_path, no_progress, flags)
     say(describe_backend(settings), err=True)
     from pipeline.evaluation.tasks import evaluate_tags
 
     out = _eval_dir(out, "tags", settings)
-    _finish(evaluate_tags(settings, gold, out), out)
+    _finish(evaluate_tags(settings, list(gold), out), out)
 
 
 @eval_group.command("grounding")

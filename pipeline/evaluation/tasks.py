@@ -9,7 +9,7 @@ measured is what users get.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -105,17 +105,22 @@ def evaluate_tldr(
     }
 
 
-def evaluate_claims(settings: Settings, gold_paths: list[Path], out_dir: Path) -> dict:
-    """Precision/recall/F1 of the claims stage against hand-labelled gold files, together."""
-    gold: dict[str, list[dict]] = {}
-    abstracts: dict[str, str] = {}
-    for path in gold_paths:
-        part = load_gold(path)
+def _merged_gold(paths: list[Path], load: Callable[[Path], dict[str, Any]]) -> dict[str, Any]:
+    """Several gold files' records by id, in file order; an abstract in two files is an error."""
+    gold: dict[str, Any] = {}
+    for path in paths:
+        part = load(path)
         repeated = sorted(set(part) & set(gold))
         if repeated:
             raise InputError(f"{path}: abstracts already in an earlier gold file: {repeated[:3]}")
         gold.update(part)
-        abstracts.update(load_gold_abstracts(path))
+    return gold
+
+
+def evaluate_claims(settings: Settings, gold_paths: list[Path], out_dir: Path) -> dict:
+    """Precision/recall/F1 of the claims stage against hand-labelled gold files, together."""
+    gold: dict[str, list[dict]] = _merged_gold(gold_paths, load_gold)
+    abstracts: dict[str, str] = _merged_gold(gold_paths, load_gold_abstracts)
     rows = [{"id": gid, "abstract": text} for gid, text in abstracts.items()]
     job, records = _run_stage(settings, "claims", rows, out_dir)
     predicted: dict[str, list[Mapping[str, Any]]] = {
@@ -135,13 +140,14 @@ def evaluate_claims(settings: Settings, gold_paths: list[Path], out_dir: Path) -
     }
 
 
-def evaluate_tags(settings: Settings, gold_path: Path, out_dir: Path) -> dict:
-    """Precision/recall/F1 and primary-tag accuracy of the tags stage against a gold file."""
-    gold = load_tags_gold(gold_path)
+def evaluate_tags(settings: Settings, gold_paths: list[Path], out_dir: Path) -> dict:
+    """Precision/recall/F1 and primary-tag accuracy of the tags stage against gold files, together."""
+    gold = _merged_gold(gold_paths, load_tags_gold)
     taxonomy = load_project_taxonomy(settings)
     problems = tags_gold_problems(gold, taxonomy)
     if problems:
-        raise InputError(f"invalid tags gold file {gold_path}: " + "; ".join(problems[:10]))
+        names = ", ".join(str(p) for p in gold_paths)
+        raise InputError(f"invalid tags gold file(s) {names}: " + "; ".join(problems[:10]))
     rows = [{"id": gid, "abstract": r["abstract"]} for gid, r in gold.items()]
     job, records = _run_stage(settings, "tags", rows, out_dir)
     predicted = {
@@ -150,7 +156,7 @@ def evaluate_tags(settings: Settings, gold_path: Path, out_dir: Path) -> dict:
     scores = score_tags(predicted, gold)
     return {
         "task": "tags",
-        "data": str(gold_path),
+        "data": [str(p) for p in gold_paths],
         "system": f"{job.manifest.backend} ({job.manifest.model})",
         "abstracts": len(gold),
         "scores": {k: v for k, v in scores.items() if k != "abstracts"},
@@ -169,6 +175,19 @@ def evaluate_grounding(settings: Settings, run_dir: Path) -> dict:
 
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+INTERVAL_NOTE = (
+    "Brackets: 95% Wilson interval, counting each claim or tag as independent (those of one "
+    "abstract are not, so the true interval is somewhat wider)."
+)
+
+
+def _rate(scores: dict, name: str) -> str:
+    """A rate with its 95% interval, e.g. `89.5% [78.9, 95.1]`."""
+    ci = scores.get(f"{name}_ci95")
+    text = _pct(scores.get(name))
+    return text if ci is None else f"{text} [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
 
 
 def markdown(result: dict) -> str:
@@ -191,13 +210,15 @@ def markdown(result: dict) -> str:
         lines = [
             f"Claims vs gold ({result['abstracts']} abstracts), system {result['system']}",
             "",
-            "| scope | precision | recall | F1 | TP | FP | FN |",
-            "|---|---:|---:|---:|---:|---:|---:|",
-            f"| all | {_pct(s['precision'])} | {_pct(s['recall'])} | {_pct(s['f1'])} | {s['tp']} | {s['fp']} | {s['fn']} |",
+            "| scope | precision | recall | F1 | matched / predicted | matched / gold |",
+            "|---|---:|---:|---:|---:|---:|",
+            f"| all | {_rate(s, 'precision')} | {_rate(s, 'recall')} | {_pct(s['f1'])} "
+            f"| {s['tp']} / {s['tp'] + s['fp']} | {s['tp']} / {s['tp'] + s['fn']} |",
         ]
         for kind, k in s["by_kind"].items():
             lines.append(
-                f"| {kind} | {_pct(k.get('precision'))} | {_pct(k.get('recall'))} | {_pct(k.get('f1'))} | | | |"
+                f"| {kind} | {_rate(k, 'precision')} | {_rate(k, 'recall')} | {_pct(k.get('f1'))} "
+                f"| {k['matched_predicted']} / {k['predicted']} | {k['matched_gold']} / {k['gold']} |"
             )
         g = result["grounding"]["claims"]
         m = s.get("metric_acceptable") or {}
@@ -210,6 +231,7 @@ def markdown(result: dict) -> str:
                 f"Metric name acceptable on {_pct(m.get('share'))} of matched quantitative "
                 f"claims ({m.get('count')}/{m.get('of')})."
             )
+        lines.append(INTERVAL_NOTE)
         return "\n".join(lines) + "\n"
     if result["task"] == "tags":
         s = result["scores"]
@@ -220,9 +242,11 @@ def markdown(result: dict) -> str:
                     "",
                     "| precision | recall | F1 | primary ok | primary required | predicted | wrong | missed |",
                     "|---:|---:|---:|---:|---:|---:|---:|---:|",
-                    f"| {_pct(s['precision'])} | {_pct(s['recall'])} | {_pct(s['f1'])} "
+                    f"| {_rate(s, 'precision')} | {_rate(s, 'recall')} | {_pct(s['f1'])} "
                     f"| {_pct(s['primary_accuracy'])} | {_pct(s['primary_required'])} "
                     f"| {s['predicted']} | {s['wrong']} | {s['missed']} |",
+                    "",
+                    INTERVAL_NOTE,
                 ]
             )
             + "\n"
