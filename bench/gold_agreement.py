@@ -23,12 +23,12 @@ collapses to a point at 0% or 100%; Clopper-Pearson then still gives the honest 
 from __future__ import annotations
 
 import argparse
-import math
 import random
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from pipeline.evaluation.claims_eval import load_gold, load_gold_abstracts, score_claims
+from pipeline.evaluation.intervals import clopper_pearson
 from pipeline.evaluation.tags_eval import load_tags_gold, score_tags
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -63,25 +63,6 @@ def _bootstrap(counts: Counts, rates: Mapping[str, Rate], n: int, seed: int) -> 
         if values:
             out[name] = (values[int(0.025 * len(values))], values[int(0.975 * len(values)) - 1])
     return out
-
-
-def _binom_cdf(k: int, n: int, p: float) -> float:
-    return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
-
-
-def clopper_pearson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
-    """Exact two-sided binomial interval for k successes out of n (bisection on the CDF)."""
-
-    def solve(f: Callable[[float], bool]) -> float:
-        lo, hi = 0.0, 1.0
-        for _ in range(60):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if f(mid) else (lo, mid)
-        return (lo + hi) / 2
-
-    lower = 0.0 if k == 0 else solve(lambda p: 1 - _binom_cdf(k - 1, n, p) < alpha / 2)
-    upper = 1.0 if k == n else solve(lambda p: _binom_cdf(k, n, p) > alpha / 2)
-    return lower, upper
 
 
 def _cp(k: int, n: int) -> str:

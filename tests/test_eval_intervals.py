@@ -8,43 +8,37 @@ from click.testing import CliRunner
 
 from pipeline.cli import main
 from pipeline.evaluation.claims_eval import score_claims
-from pipeline.evaluation.intervals import wilson
+from pipeline.evaluation.intervals import clopper_pearson, interval95
 from pipeline.evaluation.tags_eval import score_tags
 from pipeline.evaluation.tasks import markdown
 
 DATA = Path(__file__).parent / "data"
 
 
-@pytest.mark.parametrize(
-    ("hits", "total", "low", "high"),
-    [
-        (5, 10, 0.2366, 0.7634),  # the classic 5-of-10 example
-        (51, 57, 0.7888, 0.9509),
-        (0, 10, 0.0, 0.2775),
-        (10, 10, 0.7225, 1.0),
-        (1, 1, 0.2065, 1.0),
-    ],
-)
-def test_wilson_matches_known_values(hits, total, low, high):
-    got = wilson(hits, total)
-    assert got is not None
-    assert got[0] == pytest.approx(low, abs=1e-4) and got[1] == pytest.approx(high, abs=1e-4)
+def test_clopper_pearson_matches_closed_forms():
+    lo, hi = clopper_pearson(60, 60)
+    assert hi == 1.0 and lo == pytest.approx(0.025 ** (1 / 60), abs=1e-9)
+    lo, hi = clopper_pearson(0, 10)
+    assert lo == 0.0 and hi == pytest.approx(1 - 0.025 ** (1 / 10), abs=1e-9)
+    lo, hi = clopper_pearson(5, 10)
+    assert lo == pytest.approx(1 - hi, abs=1e-9) and 0.18 < lo < 0.19
 
 
-def test_wilson_contains_the_share_and_narrows_with_more_data():
-    for total in (3, 17, 60, 400):
+def test_intervals_contain_the_share_and_narrow_with_more_data():
+    for total in (1, 3, 17, 60):
         for hits in range(total + 1):
-            low, high = wilson(hits, total)
+            low, high = interval95(hits, total)
             assert 0.0 <= low <= hits / total <= high <= 1.0
-    assert wilson(90, 100)[1] - wilson(90, 100)[0] > wilson(900, 1000)[1] - wilson(900, 1000)[0]
+    narrow, wide = interval95(270, 300), interval95(27, 30)
+    assert narrow[1] - narrow[0] < wide[1] - wide[0]
 
 
-def test_wilson_has_no_interval_without_data_and_rejects_impossible_counts():
-    assert wilson(0, 0) is None
+def test_no_interval_without_data_and_impossible_counts_are_refused():
+    assert interval95(0, 0) is None
     with pytest.raises(ValueError):
-        wilson(4, 3)
+        clopper_pearson(4, 3)
     with pytest.raises(ValueError):
-        wilson(-1, 3)
+        clopper_pearson(-1, 3)
 
 
 def _claim(evidence, value=None):
@@ -58,21 +52,21 @@ def test_claim_scores_carry_intervals_of_their_own_counts():
     predicted = {"a": [_claim("We reach 91.2% accuracy", "91.2"), _claim("Our method is simple")]}
     s = score_claims(predicted, gold, abstracts={"a": abstract})
     assert (s["tp"], s["fp"], s["fn"]) == (1, 1, 1)
-    assert s["precision_ci95"] == wilson(1, 2) and s["recall_ci95"] == wilson(1, 2)
+    assert s["precision_ci95"] == interval95(1, 2) and s["recall_ci95"] == interval95(1, 2)
     quant = s["by_kind"]["quantitative"]
-    assert quant["precision_ci95"] == wilson(1, 1) and quant["recall_ci95"] == wilson(1, 1)
+    assert quant["precision_ci95"] == interval95(1, 1) and quant["recall_ci95"] == interval95(1, 1)
     qual = s["by_kind"]["qualitative"]
-    assert qual["precision_ci95"] == wilson(0, 1) and qual["recall_ci95"] == wilson(0, 1)
+    assert qual["precision_ci95"] == interval95(0, 1) and qual["recall_ci95"] == interval95(0, 1)
 
 
 def test_tag_scores_carry_intervals_and_markdown_prints_them():
     gold = {"a": {"abstract": "x", "tags": ["pruning", "efficiency"], "acceptable": []}}
     s = score_tags({"a": ["pruning", "fairness", "efficiency", "privacy"]}, gold)
-    assert s["precision_ci95"] == wilson(2, 4) and s["recall_ci95"] == wilson(2, 2)
+    assert s["precision_ci95"] == interval95(2, 4) and s["recall_ci95"] == interval95(2, 2)
     result = {"task": "tags", "abstracts": 1, "system": "offline (x)", "scores": s}
     text = markdown(result)
-    low, high = wilson(2, 4)
-    assert f"50.0% [{100 * low:.1f}, {100 * high:.1f}]" in text and "Wilson" in text
+    low, high = interval95(2, 4)
+    assert f"50.0% [{100 * low:.1f}, {100 * high:.1f}]" in text and "Clopper-Pearson" in text
 
 
 def _eval_tags(tmp_path, *paths):

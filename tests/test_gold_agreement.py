@@ -7,9 +7,7 @@ import json
 import re
 from pathlib import Path
 
-import pytest
-
-from bench.gold_agreement import clopper_pearson, main
+from bench.gold_agreement import main
 from pipeline.evaluation.claims_eval import load_gold
 from pipeline.evaluation.tags_eval import load_tags_gold, tags_gold_problems
 from pipeline.taxonomy import load_taxonomy
@@ -45,15 +43,6 @@ def test_claims_annotator2_covers_the_digit_bearing_dev_abstracts_and_validates(
     second = load_gold(AGREEMENT / "claims_dev_numbers_annotator2.jsonl")
     claims = [c for cs in second.values() for c in cs]
     assert claims and all(c["kind"] == "quantitative" and c["value"] for c in claims)
-
-
-def test_clopper_pearson_matches_closed_forms():
-    lo, hi = clopper_pearson(60, 60)
-    assert hi == 1.0 and lo == pytest.approx(0.025 ** (1 / 60), abs=1e-9)
-    lo, hi = clopper_pearson(0, 10)
-    assert lo == 0.0 and hi == pytest.approx(1 - 0.025 ** (1 / 10), abs=1e-9)
-    lo, hi = clopper_pearson(5, 10)
-    assert lo == pytest.approx(1 - hi, abs=1e-9) and 0.18 < lo < 0.19
 
 
 def test_agreement_script_prints_both_directions(capsys):

@@ -26,9 +26,10 @@ abstracts without a prediction count as predicting ``[]``; predictions for ids n
 gold set are ignored (listed under ``ignored_ids``).
 
 Rates: precision = TP / predicted, recall = TP / gold, F1 = 2TP / (2TP + FP + FN); each is
-None when its denominator is 0. ``precision_ci95`` and ``recall_ci95`` are their 95% Wilson
-intervals ([low, high], None with the rate): a gold set of 60 claims cannot tell 90% from 95%. Per kind, precision counts the predictions of that kind
-that were matched and recall the gold claims of that kind that were matched.
+None when its denominator is 0. ``precision_ci95`` and ``recall_ci95`` are their exact 95%
+(Clopper-Pearson) intervals ([low, high], None with the rate): a gold set of 60 claims
+cannot tell 90% from 95%. Per kind, precision counts the predictions of that kind that were
+matched and recall the gold claims of that kind that were matched.
 
 Metric acceptability (``metric_acceptable`` in the output: count, of, share): over the
 matched pairs whose *gold* claim is quantitative, the share whose predicted ``metric`` is
@@ -51,7 +52,7 @@ from pathlib import Path
 import networkx as nx
 
 from pipeline.errors import InputError
-from pipeline.evaluation.intervals import wilson
+from pipeline.evaluation.intervals import interval95
 from pipeline.jsonl import iter_jsonl
 from pipeline.text import canonical_number, find_span, numbers_in, text_hash
 
@@ -206,8 +207,8 @@ def _rates(tp: int, n_pred: int, n_gold: int) -> dict:
         "precision": tp / n_pred if n_pred else None,
         "recall": tp / n_gold if n_gold else None,
         "f1": 2 * tp / (2 * tp + fp + fn) if (2 * tp + fp + fn) else None,
-        "precision_ci95": wilson(tp, n_pred),
-        "recall_ci95": wilson(tp, n_gold),
+        "precision_ci95": interval95(tp, n_pred),
+        "recall_ci95": interval95(tp, n_gold),
     }
 
 
@@ -267,8 +268,8 @@ def _kind_row(kind: str, preds: list[tuple[str, bool]], golds: list[tuple[str, b
         "precision": p,
         "recall": r,
         "f1": _harmonic(p, r),
-        "precision_ci95": wilson(hit_pred, n_pred),
-        "recall_ci95": wilson(hit_gold, n_gold),
+        "precision_ci95": interval95(hit_pred, n_pred),
+        "recall_ci95": interval95(hit_gold, n_gold),
     }
 
 

@@ -3,22 +3,30 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
-Z95 = 1.959963984540054  # the two-sided 95% quantile of the standard normal
+
+def _binom_cdf(k: int, n: int, p: float) -> float:
+    return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
 
 
-def wilson(hits: int, total: int, z: float = Z95) -> tuple[float, float] | None:
-    """The Wilson score interval of hits/total (95% by default); None when total is 0."""
-    if total <= 0:
-        return None
-    if not 0 <= hits <= total:
-        raise ValueError(f"hits must lie in [0, {total}], got {hits}")
-    share = hits / total
-    z2 = z * z
-    centre = (share + z2 / (2 * total)) / (1 + z2 / total)
-    half = z * math.sqrt(share * (1 - share) / total + z2 / (4 * total * total)) / (1 + z2 / total)
-    # At 0 or total hits the exact bound is 0 or 1; clamp the float noise around it.
-    return (
-        0.0 if hits == 0 else max(0.0, centre - half),
-        1.0 if hits == total else min(1.0, centre + half),
-    )
+def clopper_pearson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
+    """Exact two-sided binomial interval for k successes out of n (bisection on the CDF)."""
+    if not 0 <= k <= n or n <= 0:
+        raise ValueError(f"need 0 <= k <= n and n > 0, got k={k}, n={n}")
+
+    def solve(f: Callable[[float], bool]) -> float:
+        lo, hi = 0.0, 1.0
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if f(mid) else (lo, mid)
+        return (lo + hi) / 2
+
+    lower = 0.0 if k == 0 else solve(lambda p: 1 - _binom_cdf(k - 1, n, p) < alpha / 2)
+    upper = 1.0 if k == n else solve(lambda p: _binom_cdf(k, n, p) > alpha / 2)
+    return lower, upper
+
+
+def interval95(hits: int, total: int) -> tuple[float, float] | None:
+    """The exact 95% interval of hits/total, or None when there is nothing to rate."""
+    return clopper_pearson(hits, total) if total > 0 else None

@@ -19,8 +19,8 @@ Scoring, over the gold abstracts (a gold abstract without a prediction counts as
   stricter share whose first predicted tag is in ``tags``, and ``primary_exact`` the share
   whose first predicted tag is the gold primary ``tags[0]``.
 
-``precision_ci95`` and ``recall_ci95`` are the 95% Wilson intervals of precision and recall
-([low, high]). Every rate is None when its denominator is 0 (``f1`` when precision or recall is None, 0.0
+``precision_ci95`` and ``recall_ci95`` are the exact 95% (Clopper-Pearson) intervals of
+precision and recall ([low, high]). Every rate is None when its denominator is 0 (``f1`` when precision or recall is None, 0.0
 when both are 0). Per abstract, ``abstracts[id]`` lists the ``correct`` predicted tags (in
 tags or acceptable), the ``wrong`` ones (in neither) and the ``missed`` required tags.
 """
@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from pipeline.errors import InputError
-from pipeline.evaluation.intervals import wilson
+from pipeline.evaluation.intervals import interval95
 from pipeline.jsonl import iter_jsonl
 from pipeline.taxonomy import Taxonomy
 from pipeline.text import text_hash
@@ -157,8 +157,8 @@ def score_tags(predicted: Mapping[str, Sequence[str]], gold: Mapping[str, Mappin
         "precision": precision,
         "recall": recall,
         "f1": f1,
-        "precision_ci95": wilson(n_correct, n_pred),
-        "recall_ci95": wilson(n_found, n_required),
+        "precision_ci95": interval95(n_correct, n_pred),
+        "recall_ci95": interval95(n_found, n_required),
         "primary_accuracy": _share(sum(d["primary_ok"] for d in details.values()), n),
         "primary_required": _share(sum(d["primary_required"] for d in details.values()), n),
         "primary_exact": _share(sum(d["primary_exact"] for d in details.values()), n),

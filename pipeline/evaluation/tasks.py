@@ -178,7 +178,7 @@ def _pct(value: float | None) -> str:
 
 
 INTERVAL_NOTE = (
-    "Brackets: 95% Wilson interval, counting each claim or tag as independent (those of one "
+    "Brackets: exact 95% (Clopper-Pearson) interval, counting each claim or tag as independent (those of one "
     "abstract are not, so the true interval is somewhat wider)."
 )
 
