@@ -23,12 +23,11 @@ collapses to a point at 0% or 100%; Clopper-Pearson then still gives the honest 
 from __future__ import annotations
 
 import argparse
-import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pipeline.evaluation.claims_eval import load_gold, load_gold_abstracts, score_claims
-from pipeline.evaluation.intervals import clopper_pearson
+from pipeline.evaluation.intervals import bootstrap_rates, clopper_pearson
 from pipeline.evaluation.tags_eval import load_tags_gold, score_tags
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -37,32 +36,6 @@ TAGS_GOLD = DATA / "tags_gold_dev.jsonl"
 TAGS_A2 = DATA / "agreement" / "tags_dev_annotator2.jsonl"
 CLAIMS_GOLD = (DATA / "claims_gold_dev.jsonl", DATA / "claims_gold_dev_numbers.jsonl")
 CLAIMS_A2 = DATA / "agreement" / "claims_dev_numbers_annotator2.jsonl"
-
-# Per-abstract counts -> (numerator, denominator) of a micro rate.
-Counts = dict[str, dict[str, int]]
-Rate = Callable[[Mapping[str, int]], tuple[int, int]]
-
-
-def _bootstrap(counts: Counts, rates: Mapping[str, Rate], n: int, seed: int) -> dict:
-    """95% percentile intervals of micro rates over abstracts resampled with replacement."""
-    if n <= 0:
-        return {}
-    ids = sorted(counts)
-    rng = random.Random(seed)
-    samples: dict[str, list[float]] = {name: [] for name in rates}
-    for _ in range(n):
-        draw = [counts[rng.choice(ids)] for _ in ids]
-        for name, rate in rates.items():
-            num = sum(rate(c)[0] for c in draw)
-            den = sum(rate(c)[1] for c in draw)
-            if den:
-                samples[name].append(num / den)
-    out = {}
-    for name, values in samples.items():
-        values.sort()
-        if values:
-            out[name] = (values[int(0.025 * len(values))], values[int(0.975 * len(values)) - 1])
-    return out
 
 
 def _cp(k: int, n: int) -> str:
@@ -105,7 +78,7 @@ def tags_agreement(system: Mapping[str, Mapping], gold: Mapping[str, Mapping], b
             }
             for gid, d in scores["abstracts"].items()
         }
-        ci = _bootstrap(
+        ci = bootstrap_rates(
             counts,
             {
                 "precision": lambda c: (c["correct"], c["pred"]),
@@ -174,7 +147,7 @@ def claims_agreement(
         }
         for gid, d in scores["abstracts"].items()
     }
-    ci = _bootstrap(
+    ci = bootstrap_rates(
         counts,
         {
             "precision": lambda c: (c["tp"], c["pred"]),

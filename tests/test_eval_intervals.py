@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from pipeline.cli import main
 from pipeline.evaluation.claims_eval import score_claims
-from pipeline.evaluation.intervals import clopper_pearson, interval95
+from pipeline.evaluation.intervals import bootstrap_rates, clopper_pearson, interval95
 from pipeline.evaluation.tags_eval import score_tags
 from pipeline.evaluation.tasks import markdown
 
@@ -93,3 +93,17 @@ def test_eval_tags_refuses_an_abstract_in_two_gold_files(tmp_path):
         main, ["eval", "tags", str(path), str(path), "--out", str(tmp_path / "ev"), "--no-progress"]
     )
     assert result.exit_code == 2 and "already in an earlier gold file" in result.stderr
+
+
+def test_bootstrap_over_abstracts_is_seeded_and_brackets_the_micro_rate():
+    counts = {f"a{i}": {"hit": i % 3, "of": 2} for i in range(30)}
+    rates = {"share": lambda c: (c["hit"], c["of"])}
+    first = bootstrap_rates(counts, rates, 500, seed=7)
+    assert first == bootstrap_rates(counts, rates, 500, seed=7)
+    low, high = first["share"]
+    point = sum(c["hit"] for c in counts.values()) / sum(c["of"] for c in counts.values())
+    assert low < point < high
+    # All hits: every resample is 100%, so the bootstrap collapses to a point.
+    full = {k: {"hit": 2, "of": 2} for k in counts}
+    assert bootstrap_rates(full, rates, 100, seed=1)["share"] == (1.0, 1.0)
+    assert bootstrap_rates(counts, rates, 0, seed=1) == {}

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import random
+from collections.abc import Callable, Mapping
+
+# Per-abstract counts -> (numerator, denominator) of a micro rate.
+Counts = Mapping[str, Mapping[str, int]]
+Rate = Callable[[Mapping[str, int]], tuple[int, int]]
 
 
 def _binom_cdf(k: int, n: int, p: float) -> float:
@@ -30,3 +35,25 @@ def clopper_pearson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
 def interval95(hits: int, total: int) -> tuple[float, float] | None:
     """The exact 95% interval of hits/total, or None when there is nothing to rate."""
     return clopper_pearson(hits, total) if total > 0 else None
+
+
+def bootstrap_rates(counts: Counts, rates: Mapping[str, Rate], n: int, seed: int) -> dict:
+    """95% percentile intervals of micro rates over abstracts resampled with replacement."""
+    if n <= 0:
+        return {}
+    ids = sorted(counts)
+    rng = random.Random(seed)
+    samples: dict[str, list[float]] = {name: [] for name in rates}
+    for _ in range(n):
+        draw = [counts[rng.choice(ids)] for _ in ids]
+        for name, rate in rates.items():
+            num = sum(rate(c)[0] for c in draw)
+            den = sum(rate(c)[1] for c in draw)
+            if den:
+                samples[name].append(num / den)
+    out = {}
+    for name, values in samples.items():
+        values.sort()
+        if values:
+            out[name] = (values[int(0.025 * len(values))], values[int(0.975 * len(values)) - 1])
+    return out

@@ -1,0 +1,299 @@
+"""Every offline-quality figure of issue 12 on the held-out SciTLDR dev gold sets, against its target.
+
+    python -m bench.offline_quality                  # TL;DR, claims and tags, 2,000 resamples
+    python -m bench.offline_quality --skip-tldr      # claims and tags only (a few seconds)
+    python -m bench.offline_quality --boot 0         # point figures and exact intervals only
+
+Runs `digest eval` with the built-in offline backend (fresh cache, so the figures are the
+current code's) on each held-out set separately and on the sets pooled, and prints each
+figure with two 95% intervals: a percentile bootstrap over abstracts (claims and tags of one
+abstract are not independent) and the exact Clopper-Pearson one that treats them as if they
+were. "met" compares the point figure with the target; "in interval" says the bootstrap
+interval still reaches the target, i.e. the set cannot tell the figure from the target.
+
+Sets (see tests/data/GOLD.md): claims quantitative figures on the first dev base file plus its
+numbers supplement and on the second dev numbers supplement; qualitative recall on the dev base
+file alone (the supplements over-represent abstracts with numbers); tags on the two dev tags
+sets. No file here is ever tuned on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from bench.common import digest_cmd, machine_note, md_table, run_child
+from pipeline.evaluation.claims_eval import load_gold, load_gold_abstracts, score_claims
+from pipeline.evaluation.intervals import bootstrap_rates, interval95
+from pipeline.evaluation.tags_eval import load_tags_gold, score_tags
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DATA = REPO_ROOT / "tests" / "data"
+SCITLDR_DEV = [
+    REPO_ROOT.parent / "shared" / "data" / "scitldr" / "dev.jsonl",
+    REPO_ROOT.parents[1] / "shared" / "data" / "scitldr" / "dev.jsonl",
+]
+CLAIMS_SETS = {
+    "dev": (DATA / "claims_gold_dev.jsonl", DATA / "claims_gold_dev_numbers.jsonl"),
+    "dev2": (DATA / "claims_gold_dev2_numbers.jsonl",),
+}
+QUALITATIVE_SET = (DATA / "claims_gold_dev.jsonl",)
+TAGS_SETS = {"dev": (DATA / "tags_gold_dev.jsonl",), "dev2": (DATA / "tags_gold_dev2.jsonl",)}
+TARGETS = {
+    "TL;DR ROUGE-1 best-ref": 0.445,
+    "quantitative precision": 0.95,
+    "quantitative recall": 0.90,
+    "metric name acceptable": 0.85,
+    "tags precision": 0.90,
+    "tags recall": 0.80,
+}
+
+
+def _eval(task: str, files: Sequence[Path], work: Path) -> tuple[dict, dict[str, dict]]:
+    """`digest eval TASK FILES` offline in a child; its eval.json and the run's records by id."""
+    out = work / f"{task}-{len(list(work.iterdir()))}"
+    child = run_child(
+        digest_cmd("eval", task, *files, "--provider", "offline", "--out", out,
+                   "--cache-dir", work / "cache", "--no-progress")
+    )  # fmt: skip
+    if child.returncode != 0:
+        raise SystemExit(f"digest eval {task} failed ({child.returncode}):\n{child.stderr}")
+    result = json.loads((out / "eval.json").read_text(encoding="utf-8"))
+    lines = Path(result["run_dir"], "summaries.jsonl").read_text(encoding="utf-8").splitlines()
+    return result, {r["id"]: r for r in map(json.loads, lines)}
+
+
+def _claims_of(record: Mapping | None, stage: str = "claims") -> list[dict]:
+    output = ((record or {}).get("stages", {}).get(stage) or {}).get("output") or {}
+    return list(output.get("claims", []))
+
+
+def _only(claims: Mapping[str, Sequence[Mapping]], kind: str) -> dict[str, list]:
+    return {gid: [c for c in cs if c.get("kind") == kind] for gid, cs in claims.items()}
+
+
+def claims_rows(files: Sequence[Path], work: Path, boot: int) -> dict[str, dict]:
+    """Quantitative P/R and metric acceptability, scored on quantitative claims alone.
+
+    A quantitative claim (it has a value) can only match a claim with the same number, so the
+    matching splits by kind and scoring each kind on its own gives the same hits as scoring all.
+    """
+    gold: dict[str, list[dict]] = {}
+    abstracts: dict[str, str] = {}
+    for path in files:
+        gold.update(load_gold(path))
+        abstracts.update(load_gold_abstracts(path))
+    _, records = _eval("claims", files, work)
+    predicted = {gid: _claims_of(records.get(gid)) for gid in gold}
+    scores = score_claims(
+        _only(predicted, "quantitative"), _only(gold, "quantitative"), abstracts=abstracts
+    )
+    counts = {
+        gid: {
+            "tp": d["tp"],
+            "pred": d["tp"] + d["fp"],
+            "gold": d["tp"] + d["fn"],
+            "ok": d["metric_checked"] - len(d["metric_unacceptable"]),
+            "checked": d["metric_checked"],
+        }
+        for gid, d in scores["abstracts"].items()
+    }
+    ci = bootstrap_rates(
+        counts,
+        {
+            "quantitative precision": lambda c: (c["tp"], c["pred"]),
+            "quantitative recall": lambda c: (c["tp"], c["gold"]),
+            "metric name acceptable": lambda c: (c["ok"], c["checked"]),
+        },
+        boot,
+        seed=3,
+    )
+    tp, m = scores["tp"], scores["metric_acceptable"]
+    fractions = {
+        "quantitative precision": (tp, tp + scores["fp"]),
+        "quantitative recall": (tp, tp + scores["fn"]),
+        "metric name acceptable": (m["count"], m["of"]),
+    }
+    return {name: {"k": k, "n": n, "boot": ci.get(name)} for name, (k, n) in fractions.items()}
+
+
+def qualitative_row(files: Sequence[Path], work: Path, boot: int) -> dict[str, dict]:
+    """Qualitative recall (reported, no target) on the dev base file."""
+    gold: dict[str, list[dict]] = {}
+    abstracts: dict[str, str] = {}
+    for path in files:
+        gold.update(load_gold(path))
+        abstracts.update(load_gold_abstracts(path))
+    _, records = _eval("claims", files, work)
+    predicted = {gid: _claims_of(records.get(gid)) for gid in gold}
+    scores = score_claims(
+        _only(predicted, "qualitative"), _only(gold, "qualitative"), abstracts=abstracts
+    )
+    counts = {
+        gid: {"tp": d["tp"], "pred": d["tp"] + d["fp"], "gold": d["tp"] + d["fn"]}
+        for gid, d in scores["abstracts"].items()
+    }
+    ci = bootstrap_rates(
+        counts,
+        {
+            "qualitative precision": lambda c: (c["tp"], c["pred"]),
+            "qualitative recall": lambda c: (c["tp"], c["gold"]),
+        },
+        boot,
+        seed=4,
+    )
+    tp = scores["tp"]
+    fractions = {
+        "qualitative precision": (tp, tp + scores["fp"]),
+        "qualitative recall": (tp, tp + scores["fn"]),
+    }
+    return {name: {"k": k, "n": n, "boot": ci.get(name)} for name, (k, n) in fractions.items()}
+
+
+def tags_rows(files: Sequence[Path], work: Path, boot: int) -> dict[str, dict]:
+    """Tags micro precision and recall."""
+    gold: dict[str, dict] = {}
+    for path in files:
+        gold.update(load_tags_gold(path))
+    _, records = _eval("tags", files, work)
+    predicted = {
+        gid: (
+            ((records.get(gid) or {}).get("stages", {}).get("tags") or {}).get("output") or {}
+        ).get("tags", [])
+        for gid in gold
+    }
+    scores = score_tags(predicted, gold)
+    counts = {
+        gid: {
+            "correct": len(d["correct"]),
+            "pred": len(d["predicted"]),
+            "found": len(d["found"]),
+            "required": len(gold[gid]["tags"]),
+        }
+        for gid, d in scores["abstracts"].items()
+    }
+    ci = bootstrap_rates(
+        counts,
+        {
+            "tags precision": lambda c: (c["correct"], c["pred"]),
+            "tags recall": lambda c: (c["found"], c["required"]),
+        },
+        boot,
+        seed=5,
+    )
+    fractions = {
+        "tags precision": (scores["correct"], scores["predicted"]),
+        "tags recall": (scores["found"], scores["required"]),
+    }
+    return {name: {"k": k, "n": n, "boot": ci.get(name)} for name, (k, n) in fractions.items()}
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}"
+
+
+def _span(interval: Sequence[float] | None) -> str:
+    return "n/a" if not interval else f"[{_pct(interval[0])}, {_pct(interval[1])}]"
+
+
+def _verdict(name: str, share: float | None, interval: Sequence[float] | None) -> str:
+    target = TARGETS.get(name)
+    if target is None or share is None:
+        return "reported"
+    if share >= target:
+        return "met"
+    return "not met, in interval" if interval and interval[1] >= target else "not met"
+
+
+def figure_rows(set_name: str, figures: Mapping[str, dict]) -> list[list[str]]:
+    """Table rows: set, figure, value (k/n), bootstrap interval, exact interval, target, verdict."""
+    rows = []
+    for name, f in figures.items():
+        share = f["k"] / f["n"] if f["n"] else None
+        target = TARGETS.get(name)
+        rows.append(
+            [
+                set_name,
+                name,
+                f"{_pct(share)} ({f['k']}/{f['n']})",
+                _span(f["boot"]),
+                _span(interval95(f["k"], f["n"])),
+                "" if target is None else _pct(target),
+                _verdict(name, share, f["boot"] or interval95(f["k"], f["n"])),
+            ]
+        )
+    return rows
+
+
+def tldr_row(work: Path) -> list[str] | None:
+    """ROUGE-1 best-ref of the offline system on all of SciTLDR dev (the issue's figure)."""
+    path = next((p for p in SCITLDR_DEV if p.exists()), None)
+    if path is None:
+        return None
+    result, _ = _eval("tldr", [path], work)
+    offline = next(s for name, s in result["systems"].items() if name.startswith("offline"))
+    best, mean = offline["best"], offline["mean"]
+    r1 = best["rouge1"] / 100  # eval.json keeps ROUGE in points
+    return [
+        f"SciTLDR dev ({result['papers']} papers)",
+        "TL;DR ROUGE-1 best-ref",
+        f"{_pct(r1)} (R2 {best['rouge2']:.1f}, RL {best['rougeL']:.1f}; mean-ref R1 "
+        f"{mean['rouge1']:.1f})",
+        "",
+        "",
+        _pct(TARGETS["TL;DR ROUGE-1 best-ref"]),
+        _verdict("TL;DR ROUGE-1 best-ref", r1, None),
+    ]
+
+
+def _present(sets: Mapping[str, Sequence[Path]]) -> dict[str, Sequence[Path]]:
+    return {name: files for name, files in sets.items() if all(p.exists() for p in files)}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--boot", type=int, default=2000, help="bootstrap resamples (0: none)")
+    parser.add_argument("--skip-tldr", action="store_true", help="leave out the TL;DR figure")
+    args = parser.parse_args(argv)
+    print(machine_note())
+    headers = ["set", "figure", "value", "95% bootstrap", "95% exact", "target", "verdict"]
+    rows: list[list[str]] = []
+    with tempfile.TemporaryDirectory(prefix="offline-quality-") as tmp:
+        work = Path(tmp)
+        (work / "cache").mkdir()
+        if not args.skip_tldr:
+            row = tldr_row(work)
+            if row is None:
+                print("SciTLDR dev.jsonl not found beside the checkout: TL;DR figure left out")
+            else:
+                rows.append(row)
+        claims = _present(CLAIMS_SETS)
+        for name, files in claims.items():
+            rows += figure_rows(f"claims {name}", claims_rows(files, work, args.boot))
+        if len(claims) > 1:
+            pooled = [p for files in claims.values() for p in files]
+            rows += figure_rows("claims pooled", claims_rows(pooled, work, args.boot))
+        rows += figure_rows("claims dev base", qualitative_row(QUALITATIVE_SET, work, args.boot))
+        tags = _present(TAGS_SETS)
+        for name, files in tags.items():
+            rows += figure_rows(f"tags {name}", tags_rows(files, work, args.boot))
+        if len(tags) > 1:
+            pooled = [p for files in tags.values() for p in files]
+            rows += figure_rows("tags pooled", tags_rows(pooled, work, args.boot))
+    missing = sorted(
+        str(p.relative_to(REPO_ROOT))
+        for sets in (CLAIMS_SETS, TAGS_SETS)
+        for files in sets.values()
+        for p in files
+        if not p.exists()
+    )
+    if missing:
+        print("not present (left out): " + ", ".join(missing))
+    print(md_table(headers, rows))
+
+
+if __name__ == "__main__":
+    main()
