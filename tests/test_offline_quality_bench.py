@@ -60,3 +60,16 @@ def test_main_prints_one_table_with_every_present_set(capsys):
     main(["--skip-tldr", "--boot", "20"])
     out = capsys.readouterr().out
     assert "| claims dev | quantitative precision |" in out and "| tags dev | tags recall |" in out
+
+
+def test_tldr_row_brackets_the_corpus_rouge_with_a_bootstrap_over_papers(tmp_path, monkeypatch):
+    import bench.offline_quality as bench
+
+    monkeypatch.setattr(bench, "SCITLDR_DEV", [DATA / "scitldr_dev_sample.jsonl"])
+    (tmp_path / "cache").mkdir()
+    row = bench.tldr_row(tmp_path, boot=200)
+    assert row is not None and row[1] == "TL;DR ROUGE-1 best-ref" and row[0].endswith("(12 papers)")
+    point = float(row[2].split()[0])
+    low, high = (float(x) for x in row[3].strip("[]").split(", "))
+    assert low <= point <= high and low < high
+    assert row[-1] in {"met", "not met", "not met, in interval"}
