@@ -45,17 +45,20 @@ def _strings(value: object) -> list[str]:
 _SAME_ABSTRACTS_AS_THE_NUMBERS_GOLD = {
     "claims_gold_dev_numbers.jsonl",
     "claims_dev_numbers_annotator2.jsonl",
+    "claims_gold_dev2_numbers.jsonl",
+    "tags_gold_dev2.jsonl",
 }
 
 
 def _shipped_text() -> str:
     """All text of the shipped examples and of tests/data, JSON decoded, one string.
 
-    Left out: the corpus itself, and claims_gold_dev_numbers.jsonl, the offline extractor's
-    quantitative gold supplement, drawn later from dev abstracts with digits (18 of its 54
-    rows are corpus abstracts: evaluation data for another extractor, never an input), and
-    agreement/claims_dev_numbers_annotator2.jsonl, a second annotator's labels of those
-    same abstracts.
+    Left out: the corpus itself, and the dev gold files drawn after the base dev set, which
+    hold corpus abstracts as evaluation data for another extractor, never as an input:
+    claims_gold_dev_numbers.jsonl, the offline extractor's quantitative gold supplement
+    (18 of its 54 rows are corpus abstracts), agreement/claims_dev_numbers_annotator2.jsonl,
+    a second annotator's labels of those same abstracts, claims_gold_dev2_numbers.jsonl (3 of
+    132) and tags_gold_dev2.jsonl (8 of 60), the second dev numbers supplement and tags set.
     """
     parts: list[str] = []
     files = [*(REPO / "examples").rglob("*"), *(REPO / "tests" / "data").rglob("*")]
