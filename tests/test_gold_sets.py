@@ -164,9 +164,16 @@ def test_gold_sample_is_the_documented_deterministic_draw(split):
         pytest.param("train_more", (40, 100), ("train", "dev"), id="train_more"),
         # tags_gold_train_val.jsonl: positions 101-160 (validation, then tuning data)
         pytest.param("train_val", (100, 160), ("train", "train_more", "dev"), id="train_val"),
-        # tags_gold_train_val2.jsonl: positions 161-220 (held out)
+        # tags_gold_train_val2.jsonl: positions 161-220 (held out, then tuning data)
         pytest.param(
             "train_val2", (160, 220), ("train", "train_more", "train_val", "dev"), id="train_val2"
+        ),
+        # tags_gold_train_val3.jsonl: positions 221-280 (held out, then tuning data)
+        pytest.param(
+            "train_val3",
+            (220, 280),
+            ("train", "train_more", "train_val", "train_val2", "dev"),
+            id="train_val3",
         ),
     ],
 )
