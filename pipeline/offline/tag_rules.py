@@ -69,6 +69,10 @@ WEAK: dict[str, tuple[str, ...]] = {
     "summarization": ("summaries",),
     "graph-learning": ("graph structure",),
     "dialogue-systems": ("conversational", "response generation"),
+    # "the tabular case/setting" of RL: a lookup table, not tabular data
+    "tabular-data": ("tabular",),
+    "equivariant-networks": ("parameter sharing",),
+    "gradient-estimation": ("discrete latent variables",),
 }
 
 CUES: dict[str, tuple[str, ...]] = {
@@ -186,9 +190,6 @@ CUES: dict[str, tuple[str, ...]] = {
     ),
     "regularization-objectives": ("regularizer", "penalty", "regularize", "regularized"),
     "data-augmentation": (
-        "augment",
-        "augmented",
-        "augmenting",
         "invariance",
         "invariant",
         "transformation",
@@ -237,6 +238,16 @@ CUES: dict[str, tuple[str, ...]] = {
     "summarization": ("document", "article", "rouge", "abstractive", "extractive", "news"),
     "graph-learning": ("node", "edge", "vertex", "vertices", "graph neural", "gnn"),
     "dialogue-systems": ("dialogue", "dialog", "conversation", "utterance", "chatbot", "reply"),
+    "equivariant-networks": ("equivariant", "equivariance", "symmetry", "symmetries"),
+    "gradient-estimation": (
+        "gradient",
+        "estimator",
+        "variance",
+        "relaxation",
+        "reparameterization",
+        "gumbel",
+        "reinforce",
+    ),
 }
 
 FALLBACK: dict[tuple[str, str], str] = {
@@ -284,6 +295,8 @@ EXAMPLE_BEFORE: tuple[tuple[str, ...], ...] = (
     ("for", "instance"),
     ("including",),
     ("like",),
+    ("ranging", "from"),
+    ("applications", "from"),
 )
 EXAMPLE_REACH = 6  # tokens between the example word and the mention, in one sentence
 
@@ -322,6 +335,7 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "theory of deep learning",
         "theoretical understanding of deep",
         "one-hidden-layer",
+        "depth efficiency",
         "two-layer neural network",
         "parameter recovery",
         "dynamics of gradient descent",

@@ -744,6 +744,9 @@ _SEQ_CUES: list[tuple[str, tuple[str, ...], float]] = [
         1.5,
     ),  # counted once: "an upper bound on the likelihood" repeated is an objective, not a theorem
     ("theoretical-analysis", ("bounds|bounded",), 0.8),
+    # a variational (ELBO) bound is an objective, "game theoretical" a method: cancel the cue
+    ("theoretical-analysis", ("variational|evidence", "lower|upper", "bound|bounds"), -1.5),
+    ("theoretical-analysis", ("game", "theoretical|theoretic"), -1.0),
     ("theoretical-analysis", ("convergence", "rate|rates|guarantee|guarantees|analysis"), 1.2),
     ("theoretical-analysis", ("theoretical|theoretically",), 1.0),
     ("theoretical-analysis", ("closed", "form"), 1.0),
@@ -935,14 +938,11 @@ def _without_passing(analysis: _Analysis, tags: list[str]) -> list[str]:
     """`tags` without those met only as examples in the background ("in tasks such as object
     detection" before "we propose ..."): motivation, not the paper's topic."""
     lower = analysis.lower
-    start = _own_work_start(lower)
-    if start == 0:
-        return tags
     wanted = set(tags)
     passing = dict.fromkeys(tags, True)
     for m in analysis.mentions:
         if m.tag in wanted and passing[m.tag]:
-            passing[m.tag] = m.start < start and _is_example(lower, analysis.gaps, m.start)
+            passing[m.tag] = _is_example(lower, analysis.gaps, m.start)
     return [t for t in tags if not passing[t]]
 
 
