@@ -306,6 +306,14 @@ UMBRELLA_OF: dict[str, frozenset[str]] = {
     "robustness": frozenset({"adversarial-robustness", "generalization-ood", "label-noise"}),
 }
 
+# Narrower tags kept beside their selected umbrella on a single mention (the taxonomy's
+# definitions: "a single technique also gets pruning, quantization, ...").
+NARROWER: dict[str, frozenset[str]] = {
+    "model-compression": frozenset(
+        {"pruning", "quantization", "low-rank-methods", "knowledge-distillation"}
+    ),
+}
+
 # Phrasings of a tag's concept that the taxonomy file does not list (it feeds the LLM prompt
 # and its cache keys, so the offline matcher keeps its own additions here). Same conventions
 # as taxonomy synonyms; a phrase belongs to one tag (the matcher reports a clash as a conflict).

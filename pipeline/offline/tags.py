@@ -71,6 +71,7 @@ LIST_WEIGHT = 0.5  # mentions inside an enumeration of three or more tags
 CONTRIBUTION_PHRASE_WEIGHT = 0.3  # a bare "benchmark" or "analysis" is weak evidence of the type
 MIN_SCORE = 1.2  # a topical tag needs about one full mention ...
 RELATIVE_SCORE = 0.2  # ... and this fraction of the best tag's score
+NARROW_SCORE = 0.9  # a narrower tag of a selected umbrella needs only one plain mention
 MIN_CONTRIBUTION_SCORE = 1.0  # cue weight a contribution type needs before phrases count
 SECOND_CONTRIBUTION = 0.8  # a runner-up contribution type this close to the best is kept too
 REPEAT_DECAY = 0.75  # the k-th mention of a tag counts REPEAT_DECAY**(k-1): repetition saturates
@@ -917,6 +918,9 @@ def _topical(analysis: _Analysis, matcher: Matcher) -> list[str]:
         return []
     floor = max(MIN_SCORE, RELATIVE_SCORE * scores[ranked[0]])
     kept = [t for t in ranked if scores[t] >= floor] or ranked[:1]
+    narrow = {n for t in kept for n in tag_rules.NARROWER.get(t, ())}
+    if narrow:  # "model compression ... a pruning algorithm": the technique is the topic
+        kept += [t for t in ranked if t in narrow and t not in kept and scores[t] >= NARROW_SCORE]
     return sorted(kept, key=lambda t: t in BROAD_TAGS)  # stable: specific tags before broad ones
 
 
