@@ -73,6 +73,8 @@ WEAK: dict[str, tuple[str, ...]] = {
     "tabular-data": ("tabular",),
     "equivariant-networks": ("parameter sharing",),
     "gradient-estimation": ("discrete latent variables",),
+    # "experiments on synthetic and real data": an evaluation setting, not generated data
+    "synthetic-data": ("synthetic data", "synthetic dataset"),
 }
 
 CUES: dict[str, tuple[str, ...]] = {
@@ -239,6 +241,14 @@ CUES: dict[str, tuple[str, ...]] = {
     "graph-learning": ("node", "edge", "vertex", "vertices", "graph neural", "gnn"),
     "dialogue-systems": ("dialogue", "dialog", "conversation", "utterance", "chatbot", "reply"),
     "equivariant-networks": ("equivariant", "equivariance", "symmetry", "symmetries"),
+    "synthetic-data": (
+        "simulator",
+        "generate synthetic",
+        "generating synthetic",
+        "synthetic training data",
+        "synthesize",
+        "synthesizing",
+    ),
     "gradient-estimation": (
         "gradient",
         "estimator",
