@@ -15,7 +15,7 @@ neighbouring words cancel a mention. Offline-only data; the LLM prompt never see
   ("unlike GANs", "instead of fine-tuning", "rather than RL").
 - SUFFIX_BLOCKERS: a hyphenated word after a mention that makes it a comparison or an
   absence ("DNA-like", "attention-free", "RL-agnostic").
-- EXAMPLE_BEFORE: words that make a background mention an example ("such as X", "e.g. X").
+- EXAMPLE_BEFORE: words that make a mention an example ("such as X", "e.g. X").
 - UMBRELLA_OF: umbrella tags left out when a narrower tag is selected.
 """
 
@@ -295,8 +295,9 @@ PASSING_BEFORE: tuple[tuple[str, ...], ...] = (
 
 SUFFIX_BLOCKERS = frozenset({"like", "free", "agnostic", "less"})
 
-# Words that open an example ("tasks such as X", "e.g. X", "like X", "including X"): in the
-# background, before the abstract turns to its own work, a tag met only there is motivation.
+# Words that open an example ("tasks such as X", "e.g. X", "like X", "including X",
+# "applications ranging from X to Y"): a secondary tag met only there is motivation or an
+# evaluation setting, not the topic.
 EXAMPLE_BEFORE: tuple[tuple[str, ...], ...] = (
     ("such", "as"),
     ("e", "g"),

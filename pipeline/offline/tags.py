@@ -459,22 +459,9 @@ _EXAMPLE_BY_LAST: dict[str, tuple[tuple[str, ...], ...]] = {
     last: tuple(p for p in tag_rules.EXAMPLE_BEFORE if p[-1] == last)
     for last in {p[-1] for p in tag_rules.EXAMPLE_BEFORE}
 }
-_OWN_WORK = ("we", "our")  # the first of these (or "this paper/work/study") ends the background
-_THIS_WORK = frozenset({"paper", "work", "study"})
+_EXAMPLE_LAST = frozenset(_EXAMPLE_BY_LAST)
 _NONE: frozenset[str] = frozenset()
 _NOT_SENTENCE_END = frozenset({"e", "g", "i", "eg", "ie", "al", "etc", "vs", "cf"})
-
-
-def _own_work_start(lower: tuple[str, ...]) -> int:
-    """Index of the first token where the abstract turns to its own work ("we", "our",
-    "this paper"); the tokens before it are background (len(lower) if it never does)."""
-    end = min((lower.index(w) for w in _OWN_WORK if w in lower), default=len(lower))
-    k = lower.index("this", 0, end) if "this" in lower[:end] else end
-    while k < end:
-        if k + 1 < len(lower) and lower[k + 1] in _THIS_WORK:
-            return k
-        k = lower.index("this", k + 1, end) if "this" in lower[k + 1 : end] else end
-    return end
 
 
 def _is_example(lower: tuple[str, ...], gaps: list[str], start: int) -> bool:
@@ -939,9 +926,11 @@ def _contributions(analysis: _Analysis, matcher: Matcher) -> list[str]:
 
 
 def _without_passing(analysis: _Analysis, tags: list[str]) -> list[str]:
-    """`tags` without those met only as examples in the background ("in tasks such as object
-    detection" before "we propose ..."): motivation, not the paper's topic."""
+    """`tags` without those met only as examples ("in tasks such as object detection", "on
+    downstream tasks such as segmentation"): motivation or evaluation, not the paper's topic."""
     lower = analysis.lower
+    if _EXAMPLE_LAST.isdisjoint(lower):
+        return tags
     wanted = set(tags)
     passing = dict.fromkeys(tags, True)
     for m in analysis.mentions:
