@@ -163,8 +163,10 @@ TAGS_SUPPLEMENTS = [
     pytest.param("train_more", "train", (40, 100), (133, 197), id="train_more"),
     # tags_gold_train_val.jsonl: positions 101-160 (validation, then tuning data)
     pytest.param("train_val", "train", (100, 160), (112, 236), id="train_val"),
-    # tags_gold_train_val2.jsonl: positions 161-220 (held out)
+    # tags_gold_train_val2.jsonl: positions 161-220 (held out, then tuning data)
     pytest.param("train_val2", "train", (160, 220), (109, 236), id="train_val2"),
+    # tags_gold_train_val3.jsonl: positions 221-280 (held out, then tuning data)
+    pytest.param("train_val3", "train", (220, 280), (130, 240), id="train_val3"),
     # tags_gold_dev2.jsonl: dev positions 176-235 (report data, like tags_gold_dev.jsonl)
     pytest.param("dev2", "dev", (175, 235), (137, 216), id="dev2"),
 ]

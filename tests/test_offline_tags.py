@@ -713,3 +713,102 @@ def test_contrastive_predictive_coding_is_contrastive_learning(tax: Taxonomy) ->
     text = "We revisit contrastive predictive coding for unsupervised image representations."
     tags = match_tags(text, tax)[0]
     assert "contrastive-learning" in tags and "neuroscience" not in tags
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We train a deep latent model by maximising its variational lower bound on a speech corpus.",
+        "Filters of a convolutional network are ranked with a game theoretical approach based on "
+        "the Shapley value.",
+    ],
+)
+def test_an_elbo_or_a_game_theoretical_method_is_not_a_theory_paper(
+    text: str, tax: Taxonomy
+) -> None:
+    assert "theoretical-analysis" not in match_tags(text, tax)[0]
+    assert "theoretical-analysis" in match_tags(text + " We prove a tight lower bound.", tax)[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "tag", "backed"),
+    [
+        (
+            "Q-learning converges in the tabular case; we extend it to deep Q-networks.",
+            "tabular-data",
+            "Gradient boosting still beats deep nets on tabular data.",
+        ),
+        (
+            "Soft parameter sharing ties the layers of task-specific networks in multi-task models.",
+            "equivariant-networks",
+            "The layers respect the symmetry of the input.",
+        ),
+        (
+            "We cluster documents with a topic model whose discrete latent variables are sampled.",
+            "gradient-estimation",
+            "A low-variance estimator of the gradient makes it trainable.",
+        ),
+        (
+            "Our k-means variant is evaluated on synthetic datasets and on real customer records.",
+            "synthetic-data",
+            "A simulator produces the synthetic data.",
+        ),
+    ],
+)
+def test_ambiguous_phrases_need_a_cue(text: str, tag: str, backed: str, tax: Taxonomy) -> None:
+    assert tag not in match_tags(text, tax)[0]
+    assert tag in match_tags(f"{text} {backed}", tax)[0]
+
+
+def test_depth_efficiency_is_theory_not_efficiency(tax: Taxonomy) -> None:
+    text = (
+        "Recurrent networks enjoy depth efficiency: a shallow network needs exponential width. "
+        "We extend the depth efficiency result to rectified recurrent networks."
+    )
+    tags = match_tags(text, tax)[0]
+    assert "deep-learning-theory" in tags and "efficiency" not in tags
+
+
+def test_an_example_after_the_own_work_starts_is_not_a_topic(tax: Taxonomy) -> None:
+    text = (
+        "We propose a contrastive objective for video representations that helps downstream "
+        "tasks such as action recognition and segmentation. The video encoder is pretrained "
+        "on unlabelled clips."
+    )
+    assert "image-segmentation" not in match_tags(text, tax)[0]
+    direct = text.replace("tasks such as action recognition and segmentation", "segmentation")
+    assert "image-segmentation" in match_tags(direct, tax)[0]
+
+
+def test_a_ranging_from_list_in_the_background_is_examples(tax: Taxonomy) -> None:
+    text = (
+        "Sensors serve applications from autonomous vehicles to smart homes. We propose a "
+        "graph neural network that forecasts sensor time series; the graph neural network "
+        "captures correlations between sensors."
+    )
+    assert "autonomous-driving" not in match_tags(text, tax)[0]
+
+
+def test_offline_synonyms_for_cost_rank_and_search(tax: Taxonomy) -> None:
+    cost = (
+        "Training large networks needs substantial computational resources. Our checkpointing "
+        "scheme cuts the memory usage of training by half at a small memory cost in recomputation."
+    )
+    assert "efficiency" in match_tags(cost, tax)[0]
+    rank = "We recommend movies with trace norm regression that extracts low-rank user factors."
+    assert "low-rank-methods" in match_tags(rank, tax)[0]
+    mcts = "Our agent combines a learned value prior with Monte-Carlo Tree Search (MCTS) in Go."
+    assert "planning-decision-making" in match_tags(mcts, tax)[0]
+
+
+def test_a_compression_technique_beside_model_compression_needs_one_mention(
+    tax: Taxonomy,
+) -> None:
+    text = (
+        "Model compression makes networks fit on phones. We study model compression with "
+        "provable error bounds and give a coreset algorithm that prunes neurons; model "
+        "compression rates reach 90%. Its pruning keeps accuracy."
+    )
+    tags = match_tags(text, tax)[0]
+    assert "model-compression" in tags and "pruning" in tags
+    assert "quantization" not in tags

@@ -15,7 +15,7 @@ neighbouring words cancel a mention. Offline-only data; the LLM prompt never see
   ("unlike GANs", "instead of fine-tuning", "rather than RL").
 - SUFFIX_BLOCKERS: a hyphenated word after a mention that makes it a comparison or an
   absence ("DNA-like", "attention-free", "RL-agnostic").
-- EXAMPLE_BEFORE: words that make a background mention an example ("such as X", "e.g. X").
+- EXAMPLE_BEFORE: words that make a mention an example ("such as X", "e.g. X").
 - UMBRELLA_OF: umbrella tags left out when a narrower tag is selected.
 """
 
@@ -69,6 +69,12 @@ WEAK: dict[str, tuple[str, ...]] = {
     "summarization": ("summaries",),
     "graph-learning": ("graph structure",),
     "dialogue-systems": ("conversational", "response generation"),
+    # "the tabular case/setting" of RL: a lookup table, not tabular data
+    "tabular-data": ("tabular",),
+    "equivariant-networks": ("parameter sharing",),
+    "gradient-estimation": ("discrete latent variables",),
+    # "experiments on synthetic and real data": an evaluation setting, not generated data
+    "synthetic-data": ("synthetic data", "synthetic dataset"),
 }
 
 CUES: dict[str, tuple[str, ...]] = {
@@ -186,9 +192,6 @@ CUES: dict[str, tuple[str, ...]] = {
     ),
     "regularization-objectives": ("regularizer", "penalty", "regularize", "regularized"),
     "data-augmentation": (
-        "augment",
-        "augmented",
-        "augmenting",
         "invariance",
         "invariant",
         "transformation",
@@ -237,6 +240,24 @@ CUES: dict[str, tuple[str, ...]] = {
     "summarization": ("document", "article", "rouge", "abstractive", "extractive", "news"),
     "graph-learning": ("node", "edge", "vertex", "vertices", "graph neural", "gnn"),
     "dialogue-systems": ("dialogue", "dialog", "conversation", "utterance", "chatbot", "reply"),
+    "equivariant-networks": ("equivariant", "equivariance", "symmetry", "symmetries"),
+    "synthetic-data": (
+        "simulator",
+        "generate synthetic",
+        "generating synthetic",
+        "synthetic training data",
+        "synthesize",
+        "synthesizing",
+    ),
+    "gradient-estimation": (
+        "gradient",
+        "estimator",
+        "variance",
+        "relaxation",
+        "reparameterization",
+        "gumbel",
+        "reinforce",
+    ),
 }
 
 FALLBACK: dict[tuple[str, str], str] = {
@@ -274,8 +295,9 @@ PASSING_BEFORE: tuple[tuple[str, ...], ...] = (
 
 SUFFIX_BLOCKERS = frozenset({"like", "free", "agnostic", "less"})
 
-# Words that open an example ("tasks such as X", "e.g. X", "like X", "including X"): in the
-# background, before the abstract turns to its own work, a tag met only there is motivation.
+# Words that open an example ("tasks such as X", "e.g. X", "like X", "including X",
+# "applications ranging from X to Y"): a secondary tag met only there is motivation or an
+# evaluation setting, not the topic.
 EXAMPLE_BEFORE: tuple[tuple[str, ...], ...] = (
     ("such", "as"),
     ("e", "g"),
@@ -284,6 +306,8 @@ EXAMPLE_BEFORE: tuple[tuple[str, ...], ...] = (
     ("for", "instance"),
     ("including",),
     ("like",),
+    ("ranging", "from"),
+    ("applications", "from"),
 )
 EXAMPLE_REACH = 6  # tokens between the example word and the mention, in one sentence
 
@@ -291,6 +315,14 @@ EXAMPLE_REACH = 6  # tokens between the example word and the mention, in one sen
 # definitions: "robustness ... when no narrower tag applies").
 UMBRELLA_OF: dict[str, frozenset[str]] = {
     "robustness": frozenset({"adversarial-robustness", "generalization-ood", "label-noise"}),
+}
+
+# Narrower tags kept beside their selected umbrella on a single mention (the taxonomy's
+# definitions: "a single technique also gets pruning, quantization, ...").
+NARROWER: dict[str, frozenset[str]] = {
+    "model-compression": frozenset(
+        {"pruning", "quantization", "low-rank-methods", "knowledge-distillation"}
+    ),
 }
 
 # Phrasings of a tag's concept that the taxonomy file does not list (it feeds the LLM prompt
@@ -322,6 +354,7 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "theory of deep learning",
         "theoretical understanding of deep",
         "one-hidden-layer",
+        "depth efficiency",
         "two-layer neural network",
         "parameter recovery",
         "dynamics of gradient descent",
@@ -570,6 +603,7 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "stale gradients",
         "decentralized training",
         "communication compression",
+        "model parallelism",
     ),
     "document-understanding": ("spreadsheet",),
     "healthcare-medicine": (
@@ -578,7 +612,13 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "patient records",
         "health records",
     ),
-    "planning-decision-making": ("scheduling problem", "scheduling system"),
+    "planning-decision-making": (
+        "scheduling problem",
+        "scheduling system",
+        "monte carlo tree search",
+        "MCTS",
+        "tree search",
+    ),
     "curriculum-learning": ("batch selection",),
     "normalizing-flows": ("flow model", "flow-based", "generative flow"),
     "large-language-models": (
@@ -640,4 +680,31 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
     "transfer-learning": ("pre-trained network",),
     # CPC is a contrastive objective; without this its "predictive coding" reads as neuroscience
     "contrastive-learning": ("contrastive predictive coding",),
+    "efficiency": (
+        "memory cost",
+        "memory usage",
+        "memory consumption",
+        "memory requirement",
+        "memory-efficient",
+        "memory efficiency",
+        "memory reduction",
+        "computational resources",
+        "computational budget",
+        "resource constraints",
+        "resource-constrained",
+        "power consumption",
+        "computation cost",
+    ),
+    "low-rank-methods": (
+        "low-rank",
+        "trace norm",
+        "nuclear norm",
+        "rank-one",
+        "tensor factorization",
+        "CP decomposition",
+        "candecomp",
+        "parafac",
+    ),
+    "pruning": ("sparsification", "sparsify"),
+    "bayesian-optimization": ("architecture search",),
 }

@@ -71,6 +71,7 @@ LIST_WEIGHT = 0.5  # mentions inside an enumeration of three or more tags
 CONTRIBUTION_PHRASE_WEIGHT = 0.3  # a bare "benchmark" or "analysis" is weak evidence of the type
 MIN_SCORE = 1.2  # a topical tag needs about one full mention ...
 RELATIVE_SCORE = 0.2  # ... and this fraction of the best tag's score
+NARROW_SCORE = 0.9  # a narrower tag of a selected umbrella needs only one plain mention
 MIN_CONTRIBUTION_SCORE = 1.0  # cue weight a contribution type needs before phrases count
 SECOND_CONTRIBUTION = 0.8  # a runner-up contribution type this close to the best is kept too
 REPEAT_DECAY = 0.75  # the k-th mention of a tag counts REPEAT_DECAY**(k-1): repetition saturates
@@ -458,22 +459,9 @@ _EXAMPLE_BY_LAST: dict[str, tuple[tuple[str, ...], ...]] = {
     last: tuple(p for p in tag_rules.EXAMPLE_BEFORE if p[-1] == last)
     for last in {p[-1] for p in tag_rules.EXAMPLE_BEFORE}
 }
-_OWN_WORK = ("we", "our")  # the first of these (or "this paper/work/study") ends the background
-_THIS_WORK = frozenset({"paper", "work", "study"})
+_EXAMPLE_LAST = frozenset(_EXAMPLE_BY_LAST)
 _NONE: frozenset[str] = frozenset()
 _NOT_SENTENCE_END = frozenset({"e", "g", "i", "eg", "ie", "al", "etc", "vs", "cf"})
-
-
-def _own_work_start(lower: tuple[str, ...]) -> int:
-    """Index of the first token where the abstract turns to its own work ("we", "our",
-    "this paper"); the tokens before it are background (len(lower) if it never does)."""
-    end = min((lower.index(w) for w in _OWN_WORK if w in lower), default=len(lower))
-    k = lower.index("this", 0, end) if "this" in lower[:end] else end
-    while k < end:
-        if k + 1 < len(lower) and lower[k + 1] in _THIS_WORK:
-            return k
-        k = lower.index("this", k + 1, end) if "this" in lower[k + 1 : end] else end
-    return end
 
 
 def _is_example(lower: tuple[str, ...], gaps: list[str], start: int) -> bool:
@@ -744,6 +732,9 @@ _SEQ_CUES: list[tuple[str, tuple[str, ...], float]] = [
         1.5,
     ),  # counted once: "an upper bound on the likelihood" repeated is an objective, not a theorem
     ("theoretical-analysis", ("bounds|bounded",), 0.8),
+    # a variational (ELBO) bound is an objective, "game theoretical" a method: cancel the cue
+    ("theoretical-analysis", ("variational|evidence", "lower|upper", "bound|bounds"), -1.5),
+    ("theoretical-analysis", ("game", "theoretical|theoretic"), -1.0),
     ("theoretical-analysis", ("convergence", "rate|rates|guarantee|guarantees|analysis"), 1.2),
     ("theoretical-analysis", ("theoretical|theoretically",), 1.0),
     ("theoretical-analysis", ("closed", "form"), 1.0),
@@ -914,6 +905,9 @@ def _topical(analysis: _Analysis, matcher: Matcher) -> list[str]:
         return []
     floor = max(MIN_SCORE, RELATIVE_SCORE * scores[ranked[0]])
     kept = [t for t in ranked if scores[t] >= floor] or ranked[:1]
+    narrow = {n for t in kept for n in tag_rules.NARROWER.get(t, ())}
+    if narrow:  # "model compression ... a pruning algorithm": the technique is the topic
+        kept += [t for t in ranked if t in narrow and t not in kept and scores[t] >= NARROW_SCORE]
     return sorted(kept, key=lambda t: t in BROAD_TAGS)  # stable: specific tags before broad ones
 
 
@@ -932,17 +926,16 @@ def _contributions(analysis: _Analysis, matcher: Matcher) -> list[str]:
 
 
 def _without_passing(analysis: _Analysis, tags: list[str]) -> list[str]:
-    """`tags` without those met only as examples in the background ("in tasks such as object
-    detection" before "we propose ..."): motivation, not the paper's topic."""
+    """`tags` without those met only as examples ("in tasks such as object detection", "on
+    downstream tasks such as segmentation"): motivation or evaluation, not the paper's topic."""
     lower = analysis.lower
-    start = _own_work_start(lower)
-    if start == 0:
+    if _EXAMPLE_LAST.isdisjoint(lower):
         return tags
     wanted = set(tags)
     passing = dict.fromkeys(tags, True)
     for m in analysis.mentions:
         if m.tag in wanted and passing[m.tag]:
-            passing[m.tag] = m.start < start and _is_example(lower, analysis.gaps, m.start)
+            passing[m.tag] = _is_example(lower, analysis.gaps, m.start)
     return [t for t in tags if not passing[t]]
 
 
