@@ -1,4 +1,8 @@
-"""The golden snapshot of offline outputs: the shipped samples plus 200 SciTLDR dev abstracts.
+"""The golden snapshot of offline outputs: the shipped samples plus 200 SciTLDR train abstracts.
+
+The 200 are the last rows of the train split in `sha256(paper_id)` order, in no gold file: a
+snapshot diff then never shows the extractors' outputs on dev, the held-out report split (it
+used to hold 200 dev abstracts, 40 of them in the dev gold sets).
 
 `digest run` with the offline backend runs in a subprocess (its own PYTHONHASHSEED, a fresh
 cache), and the snapshot keeps each record's id and stage outputs. tests/test_golden.py
@@ -20,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN_DIR = REPO / "tests" / "data" / "golden"
 SNAPSHOT = GOLDEN_DIR / "offline_outputs.jsonl"
-INPUTS = [REPO / "examples" / "iclr2026", GOLDEN_DIR / "scitldr_dev_200.jsonl"]
+INPUTS = [REPO / "examples" / "iclr2026", GOLDEN_DIR / "scitldr_train_200.jsonl"]
 UPDATE_HASHSEED = "1"
 
 

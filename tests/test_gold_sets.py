@@ -565,3 +565,26 @@ def test_score_claims_reports_metric_acceptability_over_matched_quantitative_pai
     assert result["abstracts"]["a"]["metric_unacceptable"] == []
     unmatched = score_claims({}, gold, abstracts={"a": abstract, "b": abstract})
     assert unmatched["metric_acceptable"] == {"count": 0, "of": 0, "share": None}
+
+
+GOLDEN_TRAIN = DATA / "golden" / "scitldr_train_200.jsonl"
+
+
+def _golden_rows() -> list[dict]:
+    return [json.loads(line) for line in GOLDEN_TRAIN.read_text(encoding="utf-8").splitlines()]
+
+
+def test_golden_snapshot_inputs_share_no_abstract_with_any_gold_file():
+    """tests/golden.py: a snapshot diff must never show outputs on a gold (or dev) abstract."""
+    golden = {text_hash(r["abstract"]) for r in _golden_rows()}
+    assert len(golden) == 200
+    for path in sorted(DATA.glob("*gold*.jsonl")):
+        assert not golden & {json.loads(line)["id"] for line in path.read_text().splitlines()}
+
+
+def test_golden_snapshot_inputs_are_the_last_200_of_the_train_draw():
+    """The last 200 rows of the train draw (sha256(paper_id) order), far from the gold draws."""
+    got = [(f"scitldr-train#{r['id']}", r["abstract"]) for r in _golden_rows()]
+    assert got == _draw("train")[-200:]
+    dev_abstracts = {abstract for _, abstract in _draw("dev")}
+    assert not dev_abstracts & {abstract for _, abstract in got}
