@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from bench.common import digest_cmd, machine_note, md_table, run_child
-from pipeline.evaluation.claims_eval import load_gold, load_gold_abstracts, score_claims
+from bench.gold_agreement import claims_agreement, load_claims_gold
 from pipeline.evaluation.intervals import bootstrap_rates, interval95
 from pipeline.evaluation.rouge import paper_scores
 from pipeline.evaluation.tags_eval import load_tags_gold, score_tags
@@ -82,82 +82,41 @@ def _only(claims: Mapping[str, Sequence[Mapping]], kind: str) -> dict[str, list]
     return {gid: [c for c in cs if c.get("kind") == kind] for gid, cs in claims.items()}
 
 
-def claims_rows(files: Sequence[Path], work: Path, boot: int) -> dict[str, dict]:
-    """Quantitative P/R and metric acceptability, scored on quantitative claims alone.
+def _kind_figures(files: Sequence[Path], work: Path, boot: int, kind: str) -> dict:
+    """score_claims on one kind of claim alone, with bootstrap intervals (gold_agreement's).
 
     A quantitative claim (it has a value) can only match a claim with the same number, so the
     matching splits by kind and scoring each kind on its own gives the same hits as scoring all.
     """
-    gold: dict[str, list[dict]] = {}
-    abstracts: dict[str, str] = {}
-    for path in files:
-        gold.update(load_gold(path))
-        abstracts.update(load_gold_abstracts(path))
+    gold, abstracts = load_claims_gold(files)
     _, records = _eval("claims", files, work)
     predicted = {gid: _claims_of(records.get(gid)) for gid in gold}
-    scores = score_claims(
-        _only(predicted, "quantitative"), _only(gold, "quantitative"), abstracts=abstracts
-    )
-    counts = {
-        gid: {
-            "tp": d["tp"],
-            "pred": d["tp"] + d["fp"],
-            "gold": d["tp"] + d["fn"],
-            "ok": d["metric_checked"] - len(d["metric_unacceptable"]),
-            "checked": d["metric_checked"],
-        }
-        for gid, d in scores["abstracts"].items()
+    return claims_agreement(_only(predicted, kind), _only(gold, kind), abstracts, boot)
+
+
+def _fraction(k: int, n: int, interval: Sequence[float] | None) -> dict:
+    return {"k": k, "n": n, "boot": interval}
+
+
+def claims_rows(files: Sequence[Path], work: Path, boot: int) -> dict[str, dict]:
+    """Quantitative precision, recall and metric acceptability."""
+    row = _kind_figures(files, work, boot, "quantitative")
+    s, ci, m = row["scores"], row["ci"], row["scores"]["metric_acceptable"]
+    return {
+        "quantitative precision": _fraction(s["tp"], s["tp"] + s["fp"], ci.get("precision")),
+        "quantitative recall": _fraction(s["tp"], s["tp"] + s["fn"], ci.get("recall")),
+        "metric name acceptable": _fraction(m["count"], m["of"], ci.get("metric")),
     }
-    ci = bootstrap_rates(
-        counts,
-        {
-            "quantitative precision": lambda c: (c["tp"], c["pred"]),
-            "quantitative recall": lambda c: (c["tp"], c["gold"]),
-            "metric name acceptable": lambda c: (c["ok"], c["checked"]),
-        },
-        boot,
-        seed=3,
-    )
-    tp, m = scores["tp"], scores["metric_acceptable"]
-    fractions = {
-        "quantitative precision": (tp, tp + scores["fp"]),
-        "quantitative recall": (tp, tp + scores["fn"]),
-        "metric name acceptable": (m["count"], m["of"]),
-    }
-    return {name: {"k": k, "n": n, "boot": ci.get(name)} for name, (k, n) in fractions.items()}
 
 
 def qualitative_row(files: Sequence[Path], work: Path, boot: int) -> dict[str, dict]:
-    """Qualitative recall (reported, no target) on the dev base file."""
-    gold: dict[str, list[dict]] = {}
-    abstracts: dict[str, str] = {}
-    for path in files:
-        gold.update(load_gold(path))
-        abstracts.update(load_gold_abstracts(path))
-    _, records = _eval("claims", files, work)
-    predicted = {gid: _claims_of(records.get(gid)) for gid in gold}
-    scores = score_claims(
-        _only(predicted, "qualitative"), _only(gold, "qualitative"), abstracts=abstracts
-    )
-    counts = {
-        gid: {"tp": d["tp"], "pred": d["tp"] + d["fp"], "gold": d["tp"] + d["fn"]}
-        for gid, d in scores["abstracts"].items()
+    """Qualitative precision and recall (reported, no target) on the dev base file."""
+    row = _kind_figures(files, work, boot, "qualitative")
+    s, ci = row["scores"], row["ci"]
+    return {
+        "qualitative precision": _fraction(s["tp"], s["tp"] + s["fp"], ci.get("precision")),
+        "qualitative recall": _fraction(s["tp"], s["tp"] + s["fn"], ci.get("recall")),
     }
-    ci = bootstrap_rates(
-        counts,
-        {
-            "qualitative precision": lambda c: (c["tp"], c["pred"]),
-            "qualitative recall": lambda c: (c["tp"], c["gold"]),
-        },
-        boot,
-        seed=4,
-    )
-    tp = scores["tp"]
-    fractions = {
-        "qualitative precision": (tp, tp + scores["fp"]),
-        "qualitative recall": (tp, tp + scores["fn"]),
-    }
-    return {name: {"k": k, "n": n, "boot": ci.get(name)} for name, (k, n) in fractions.items()}
 
 
 def tags_rows(files: Sequence[Path], work: Path, boot: int) -> dict[str, dict]:
@@ -191,11 +150,12 @@ def tags_rows(files: Sequence[Path], work: Path, boot: int) -> dict[str, dict]:
         boot,
         seed=5,
     )
-    fractions = {
-        "tags precision": (scores["correct"], scores["predicted"]),
-        "tags recall": (scores["found"], scores["required"]),
+    return {
+        "tags precision": _fraction(
+            scores["correct"], scores["predicted"], ci.get("tags precision")
+        ),
+        "tags recall": _fraction(scores["found"], scores["required"], ci.get("tags recall")),
     }
-    return {name: {"k": k, "n": n, "boot": ci.get(name)} for name, (k, n) in fractions.items()}
 
 
 def _pct(value: float | None) -> str:
