@@ -65,33 +65,39 @@ def tag_predictions(records: Mapping[str, Mapping], with_acceptable: bool) -> di
     }
 
 
+def tags_scores(
+    predicted: Mapping[str, Sequence[str]], gold: Mapping[str, Mapping], boot: int
+) -> dict:
+    """score_tags with bootstrap intervals of precision and recall over abstracts."""
+    scores = score_tags(predicted, gold)
+    counts = {
+        gid: {
+            "pred": len(d["predicted"]),
+            "correct": len(d["correct"]),
+            "found": len(d["found"]),
+            "required": len(gold[gid]["tags"]),
+        }
+        for gid, d in scores["abstracts"].items()
+    }
+    ci = bootstrap_rates(
+        counts,
+        {
+            "precision": lambda c: (c["correct"], c["pred"]),
+            "recall": lambda c: (c["found"], c["required"]),
+        },
+        boot,
+        seed=1,
+    )
+    return {"scores": scores, "ci": ci}
+
+
 def tags_agreement(system: Mapping[str, Mapping], gold: Mapping[str, Mapping], boot: int) -> dict:
-    rows = {}
-    for with_acc in (False, True):
-        scores = score_tags(tag_predictions(system, with_acc), gold)
-        counts = {
-            gid: {
-                "pred": len(d["predicted"]),
-                "correct": len(d["correct"]),
-                "found": len(d["found"]),
-                "required": len(gold[gid]["tags"]),
-            }
-            for gid, d in scores["abstracts"].items()
-        }
-        ci = bootstrap_rates(
-            counts,
-            {
-                "precision": lambda c: (c["correct"], c["pred"]),
-                "recall": lambda c: (c["found"], c["required"]),
-            },
-            boot,
-            seed=1,
+    return {
+        "required + acceptable" if with_acc else "required": tags_scores(
+            tag_predictions(system, with_acc), gold, boot
         )
-        rows["required + acceptable" if with_acc else "required"] = {
-            "scores": scores,
-            "ci": ci,
-        }
-    return rows
+        for with_acc in (False, True)
+    }
 
 
 def print_tags(title: str, rows: dict, details: bool) -> None:

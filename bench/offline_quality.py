@@ -26,10 +26,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from bench.common import digest_cmd, machine_note, md_table, run_child
-from bench.gold_agreement import claims_agreement, load_claims_gold
+from bench.gold_agreement import claims_agreement, load_claims_gold, tags_scores
 from pipeline.evaluation.intervals import bootstrap_rates, interval95
 from pipeline.evaluation.rouge import paper_scores
-from pipeline.evaluation.tags_eval import load_tags_gold, score_tags
+from pipeline.evaluation.tags_eval import load_tags_gold
 from pipeline.evaluation.tasks import read_scitldr
 from pipeline.text import text_hash
 
@@ -125,36 +125,12 @@ def tags_rows(files: Sequence[Path], work: Path, boot: int) -> dict[str, dict]:
     for path in files:
         gold.update(load_tags_gold(path))
     _, records = _eval("tags", files, work)
-    predicted = {
-        gid: (
-            ((records.get(gid) or {}).get("stages", {}).get("tags") or {}).get("output") or {}
-        ).get("tags", [])
-        for gid in gold
-    }
-    scores = score_tags(predicted, gold)
-    counts = {
-        gid: {
-            "correct": len(d["correct"]),
-            "pred": len(d["predicted"]),
-            "found": len(d["found"]),
-            "required": len(gold[gid]["tags"]),
-        }
-        for gid, d in scores["abstracts"].items()
-    }
-    ci = bootstrap_rates(
-        counts,
-        {
-            "tags precision": lambda c: (c["correct"], c["pred"]),
-            "tags recall": lambda c: (c["found"], c["required"]),
-        },
-        boot,
-        seed=5,
-    )
+    predicted = {gid: _stage(records.get(gid), "tags").get("tags", []) for gid in gold}
+    row = tags_scores(predicted, gold, boot)
+    s, ci = row["scores"], row["ci"]
     return {
-        "tags precision": _fraction(
-            scores["correct"], scores["predicted"], ci.get("tags precision")
-        ),
-        "tags recall": _fraction(scores["found"], scores["required"], ci.get("tags recall")),
+        "tags precision": _fraction(s["correct"], s["predicted"], ci.get("precision")),
+        "tags recall": _fraction(s["found"], s["required"], ci.get("recall")),
     }
 
 
@@ -245,19 +221,19 @@ def main(argv: Sequence[str] | None = None) -> None:
                 print("SciTLDR dev.jsonl not found beside the checkout: TL;DR figure left out")
             else:
                 rows.append(row)
-        claims = _present(CLAIMS_SETS)
-        for name, files in claims.items():
-            rows += figure_rows(f"claims {name}", claims_rows(files, work, args.boot))
-        if len(claims) > 1:
-            pooled = [p for files in claims.values() for p in files]
-            rows += figure_rows("claims pooled", claims_rows(pooled, work, args.boot))
-        rows += figure_rows("claims dev base", qualitative_row(QUALITATIVE_SET, work, args.boot))
-        tags = _present(TAGS_SETS)
-        for name, files in tags.items():
-            rows += figure_rows(f"tags {name}", tags_rows(files, work, args.boot))
-        if len(tags) > 1:
-            pooled = [p for files in tags.values() for p in files]
-            rows += figure_rows("tags pooled", tags_rows(pooled, work, args.boot))
+        for label, sets, figures in (
+            ("claims", CLAIMS_SETS, claims_rows),
+            ("tags", TAGS_SETS, tags_rows),
+        ):
+            present = _present(sets)
+            for name, files in present.items():
+                rows += figure_rows(f"{label} {name}", figures(files, work, args.boot))
+            if len(present) > 1:
+                pooled = [p for files in present.values() for p in files]
+                rows += figure_rows(f"{label} pooled", figures(pooled, work, args.boot))
+            if label == "claims":
+                qualitative = qualitative_row(QUALITATIVE_SET, work, args.boot)
+                rows += figure_rows("claims dev base", qualitative)
     missing = sorted(
         str(p.relative_to(REPO_ROOT))
         for sets in (CLAIMS_SETS, TAGS_SETS)
