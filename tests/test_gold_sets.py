@@ -167,6 +167,8 @@ TAGS_SUPPLEMENTS = [
     pytest.param("train_val2", "train", (160, 220), (109, 236), id="train_val2"),
     # tags_gold_train_val3.jsonl: positions 221-280 (held out, then tuning data)
     pytest.param("train_val3", "train", (220, 280), (130, 240), id="train_val3"),
+    # tags_gold_train_val4.jsonl: positions 281-340 (held out for the fourth tagger pass)
+    pytest.param("train_val4", "train", (280, 340), (128, 182), id="train_val4"),
     # tags_gold_dev2.jsonl: dev positions 176-235 (report data, like tags_gold_dev.jsonl)
     pytest.param("dev2", "dev", (175, 235), (137, 216), id="dev2"),
 ]
