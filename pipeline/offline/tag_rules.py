@@ -230,7 +230,10 @@ CUES: dict[str, tuple[str, ...]] = {
     "mathematical-reasoning": ("math", "mathematical", "word problem", "gsm8k", "reasoning"),
     "social-science-humanities": ("survey", "opinion", "population", "social scientist"),
     "model-compression": (
-        "parameter",
+        "number of parameters",
+        "parameter count",
+        "embedded",
+        "on-device",
         "memory footprint",
         "model size",
         "filter",
@@ -812,6 +815,9 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "calcium imaging",
         "brain signal",
         "spike train",
+        "multielectrode probe",
+        "neural probe",
+        "silicon probe",
     ),
     "offline-rl": (
         "off-policy policy evaluation",
@@ -863,4 +869,9 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "low-level controller",
     ),
     "image-retrieval": ("deep hashing",),
+    "graph-neural-networks": (
+        "graph convolutional neural network",
+        "graph CNN",
+        "spectral graph convolution",
+    ),
 }
