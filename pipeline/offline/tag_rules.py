@@ -519,6 +519,11 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "policy iteration",
         "policy search",
         "reward shaping",
+        "optimal policy",
+        "value iteration",
+        "openai gym",
+        "partially observable",
+        "POMDP",
     ),
     "feature-attribution": (
         "feature importance",
@@ -562,6 +567,7 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "verified robustness",
         "robustness certificate",
         "randomized smoothing",
+        "adversarial images",
     ),
     "theorem-proving": ("verification of neural networks", "verifying neural networks"),
     "transformers": (
@@ -604,6 +610,8 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "gaussian mixture model",
         "mixture model",
         "maximum a posteriori",
+        "variational bayes",
+        "probabilistic graphical model",
     ),
     "hypernetworks-model-merging": ("hypernet",),
     "fairness": ("racial bias", "race bias", "gender bias", "demographic bias"),
@@ -629,6 +637,8 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "graph generation",
         "generative model of graph",
         "graph generative model",
+        "graph signal processing",
+        "dynamic graph",
     ),
     "robotics-control": (
         "system identification",
@@ -684,6 +694,7 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "RoBERTa",
         "ALBERT",
         "XLNet",
+        "bidirectional encoder representations",
     ),
     "dialogue-systems": ("dialog", "dialog agent", "dialogue agent"),
     "games": ("game ai", "mobile game"),
@@ -694,6 +705,8 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "speaker separation",
         "voice separation",
         "cocktail party",
+        "word error rate",
+        "WER",
     ),
     "reasoning": ("common sense", "commonsense", "commonsense knowledge"),
     "meta-learning": (
@@ -732,6 +745,8 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
     "imitation-learning": (
         "expert demonstrations",
         "human demonstrations",
+        "generative adversarial imitation learning",
+        "GAIL",
     ),
     "code-generation": ("code synthesis",),
     "self-supervised-learning": ("self-supervision",),
@@ -739,8 +754,19 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "parameter-efficient transfer",
         "parameter-efficient adaptation",
     ),
-    "variational-autoencoders": ("variational auto-encoder",),
-    "transfer-learning": ("pre-trained network",),
+    "variational-autoencoders": (
+        "variational auto-encoder",
+        "posterior collapse",
+    ),
+    "transfer-learning": (
+        "pre-trained network",
+        "transfer knowledge",
+        "transferring knowledge",
+        "negative transfer",
+        "domain-invariant",
+        "domain adversarial",
+        "domain discrepancy",
+    ),
     # CPC is a contrastive objective; without this its "predictive coding" reads as neuroscience
     "contrastive-learning": (
         "contrastive predictive coding",
@@ -766,6 +792,11 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "time consumption",
         "wall-clock time",
         "speedup",
+        "gpu memory",
+        "memory overhead",
+        "mobile devices",
+        "edge devices",
+        "embedded devices",
     ),
     "low-rank-methods": (
         "low-rank",
@@ -799,6 +830,8 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
     "memory-augmented-networks": (
         "fast weight",
         "fast weight memory",
+        "memory-augmented",
+        "memory slot",
     ),
     "recurrent-networks": (
         "recurrent network",
@@ -874,4 +907,14 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "graph CNN",
         "spectral graph convolution",
     ),
+    "generative-adversarial-networks": (
+        "mode collapse",
+        "generative adversarial",
+    ),
+    "semi-supervised-learning": ("labeled and unlabeled",),
+    "word-embeddings": (
+        "sentence representation",
+        "sentence encoder",
+    ),
+    "clustering": ("number of clusters",),
 }
