@@ -385,6 +385,8 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "sample diversity",
         "implicit model",
         "implicit probabilistic model",
+        "generate samples",
+        "generating samples",
     ),
     "evaluation-methodology": (
         "model assessment",
@@ -454,6 +456,7 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "1-bit",
         "2-bit",
         "16-bit",
+        "full-precision",
     ),
     "image-generation": (
         "generate images",
@@ -649,6 +652,9 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "navigation agent",
         "navigation policy",
         "robot navigation",
+        "grasping",
+        "robot arm",
+        "robotic arm",
     ),
     "distributed-optimization": (
         "distributed machine learning",
@@ -671,6 +677,10 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "MRI",
         "x-ray",
         "disease progression",
+        "cancer",
+        "tumor",
+        "histopathology",
+        "radiotherapy",
     ),
     "planning-decision-making": (
         "scheduling problem",
@@ -697,7 +707,11 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "bidirectional encoder representations",
     ),
     "dialogue-systems": ("dialog", "dialog agent", "dialogue agent"),
-    "games": ("game ai", "mobile game"),
+    "games": (
+        "game ai",
+        "mobile game",
+        "poker",
+    ),
     "speech-audio": (
         "acoustic model",
         "pitch detection",
@@ -707,6 +721,12 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "cocktail party",
         "word error rate",
         "WER",
+        "spectrogram",
+        "phoneme",
+        "speaker recognition",
+        "speaker verification",
+        "voice conversion",
+        "vocoder",
     ),
     "reasoning": ("common sense", "commonsense", "commonsense knowledge"),
     "meta-learning": (
@@ -716,6 +736,10 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "learned optimizer",
         "meta-reinforcement learning",
         "meta-RL",
+        "meta-learner",
+        "meta-training",
+        "meta-train",
+        "meta-test",
     ),
     "generalization-ood": (
         "dataset bias",
@@ -741,6 +765,7 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
     "exploration": (
         "hard exploration",
         "hard-exploration",
+        "efficient exploration",
     ),
     "imitation-learning": (
         "expert demonstrations",
@@ -826,6 +851,7 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "sequential model-based optimization",
         "SMBO",
         "hyperparameter search",
+        "acquisition function",
     ),
     "memory-augmented-networks": (
         "fast weight",
@@ -911,10 +937,47 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "mode collapse",
         "generative adversarial",
     ),
-    "semi-supervised-learning": ("labeled and unlabeled",),
+    "semi-supervised-learning": (
+        "labeled and unlabeled",
+        "multiple instance learning",
+        "multi-instance learning",
+    ),
     "word-embeddings": (
         "sentence representation",
         "sentence encoder",
     ),
     "clustering": ("number of clusters",),
+    "evolutionary-methods": (
+        "particle swarm optimization",
+        "evolutionary search",
+        "evolutionary computation",
+        "evolutionary optimization",
+    ),
+    "label-noise": (
+        "mislabeled",
+        "corrupted labels",
+        "label errors",
+    ),
+    "text-classification": (
+        "sentiment classification",
+        "document classification",
+        "text categorization",
+    ),
+    "syntactic-semantic-parsing": (
+        "dependency parser",
+        "syntactic parser",
+        "constituency parser",
+        "semantic parser",
+    ),
+    "question-answering": (
+        "SQuAD",
+        "machine comprehension",
+    ),
+    "multi-agent-learning": ("multiple agents",),
+    "metric-learning": ("similarity learning",),
+    "architecture-components": (
+        "weight normalization",
+        "batch norm",
+        "BatchNorm",
+    ),
 }
