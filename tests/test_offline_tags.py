@@ -812,3 +812,88 @@ def test_a_compression_technique_beside_model_compression_needs_one_mention(
     tags = match_tags(text, tax)[0]
     assert "model-compression" in tags and "pruning" in tags
     assert "quantization" not in tags
+
+
+@pytest.mark.parametrize(
+    ("text", "tag"),
+    [
+        (
+            "A fast weight memory lets the recurrent network store bindings.",
+            "memory-augmented-networks",
+        ),
+        (
+            "We meta-learn an update rule: learning to optimize with a learned optimizer.",
+            "meta-learning",
+        ),
+        (
+            "Noise contrastive estimation replaces the softmax of the video model.",
+            "contrastive-learning",
+        ),
+        (
+            "We propose a gated recurrent unit variant and stack recurrent layers.",
+            "recurrent-networks",
+        ),
+        ("Spike sorting on multielectrode recordings assigns waveforms to cells.", "neuroscience"),
+        ("We compare PDDL planners on automated planning benchmarks.", "planning-decision-making"),
+        ("An EM algorithm fits the latent classes; the E-step is closed form.", "bayesian-methods"),
+        ("Our graph generation model samples molecules atom by atom.", "graph-learning"),
+        ("An attacker can steal a deployed classifier through model extraction.", "ai-safety"),
+        ("Open-set recognition must reject inputs from unknown classes.", "anomaly-detection"),
+        ("Reconstructing computed tomography scans from few projections.", "healthcare-medicine"),
+        ("The generator improves the FID and the Inception Score on ImageNet.", "image-generation"),
+        ("A high-level policy picks subgoals for a low-level policy.", "hierarchical-rl"),
+        (
+            "We propose a protocol for evaluating explanations of classifiers.",
+            "evaluation-methodology",
+        ),
+        (
+            "Value iteration solves the POMDP in the partially observable maze.",
+            "reinforcement-learning",
+        ),
+        (
+            "Mode collapse makes the samples of the generator identical.",
+            "generative-adversarial-networks",
+        ),
+        (
+            "Posterior collapse leaves the latent code unused by the decoder.",
+            "variational-autoencoders",
+        ),
+        ("The acoustic front end reads a mel spectrogram and predicts phonemes.", "speech-audio"),
+        ("Learning from mislabeled examples and corrupted labels.", "label-noise"),
+    ],
+)
+def test_offline_synonyms_of_missed_concepts(text: str, tag: str, tax: Taxonomy) -> None:
+    assert tag in match_tags(text, tax)[0]
+
+
+def test_a_mixture_model_is_bayesian_only_with_a_probabilistic_cue(tax: Taxonomy) -> None:
+    text = "Sample weights come from a mixture model of the per-example losses of the classifier."
+    assert "bayesian-methods" not in match_tags(text, tax)[0]
+    backed = text + " We infer the posterior of each example's component."
+    assert "bayesian-methods" in match_tags(backed, tax)[0]
+
+
+def test_graph_cnns_and_neural_probes_are_not_their_homonyms(tax: Taxonomy) -> None:
+    graph = (
+        "A spectral graph CNN classifies nodes; the graph convolutional neural network is shallow."
+    )
+    tags = match_tags(graph, tax)[0]
+    assert "graph-neural-networks" in tags and "convolutional-networks" not in tags
+    probes = "Silicon probes and multielectrode probes record spikes from hundreds of neurons."
+    assert "probing" not in match_tags(probes, tax)[0]
+
+
+def test_compression_needs_a_model_size_cue_not_any_parameter(tax: Taxonomy) -> None:
+    gradients = (
+        "Gradient compression cuts the communication of distributed SGD; the step size "
+        "parameter is tuned per worker and compression keeps convergence."
+    )
+    assert "model-compression" not in match_tags(gradients, tax)[0]
+    model = "Compression of the network reduces its number of parameters tenfold."
+    assert "model-compression" in match_tags(model, tax)[0]
+
+
+def test_adversarial_imitation_is_imitation_learning_not_a_gan(tax: Taxonomy) -> None:
+    text = "Generative adversarial imitation learning (GAIL) recovers the expert's policy."
+    tags = match_tags(text, tax)[0]
+    assert "imitation-learning" in tags and "generative-adversarial-networks" not in tags
