@@ -785,8 +785,6 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
     ),
     "transfer-learning": (
         "pre-trained network",
-        "transfer knowledge",
-        "transferring knowledge",
         "negative transfer",
         "domain-invariant",
         "domain adversarial",
