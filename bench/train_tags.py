@@ -3,6 +3,7 @@
     python -m bench.train_tags                       # 5-fold CV by abstract, nested threshold
     python -m bench.train_tags --cv 5 --acceptable 0.3 --sweep
     python -m bench.train_tags --holdout tags_gold_train_val3.jsonl   # fit on the other files
+    python -m bench.train_tags --coverage            # share of required tags found as candidates
 
 Candidates are the topical tags the Matcher finds any mention of (`tags._Analysis`); each
 gets a feature vector (its score and rank as `tags._topical` computes them, mentions by place:
@@ -174,11 +175,11 @@ def candidates(text: str, matcher: T.Matcher) -> tuple[list[tuple[str, dict[str,
     return out, rules
 
 
-def load(taxonomy: Taxonomy) -> list[dict]:
-    """Per train gold abstract: candidates, rules' tags, rules' contribution types, gold."""
+def load(taxonomy: Taxonomy, paths: list[Path] = GOLD_FILES) -> list[dict]:
+    """Per gold abstract of `paths`: candidates, rules' tags, rules' contribution types, gold."""
     matcher = T.matcher_for(taxonomy)
     rows = []
-    for path in GOLD_FILES:
+    for path in paths:
         for record in load_tags_gold(path).values():
             cands, rules = candidates(record["abstract"], matcher)
             kinds = [t for t in rules if taxonomy.facet_of[t] == T.CONTRIBUTION_FACET]
@@ -321,6 +322,28 @@ def hold_out(train: list[dict], test: list[dict], args) -> None:
     print(f"  rules P {r[0]:.3f} R {r[1]:.3f} F1 {r[2]:.3f}")
 
 
+def coverage(rows: list[dict], taxonomy: Taxonomy) -> tuple[int, int]:
+    """(required topical tags that are candidates, required topical tags) of `rows`."""
+    found = total = 0
+    for row in rows:
+        names = {t for t, _f in row["cands"]}
+        for tag in row["gold"]["tags"]:
+            if taxonomy.facet_of[tag] != T.CONTRIBUTION_FACET:
+                total += 1
+                found += tag in names
+    return found, total
+
+
+def print_coverage(rows: list[dict], taxonomy: Taxonomy) -> None:
+    """Candidate coverage per gold file and pooled."""
+    files = list(dict.fromkeys(r["file"] for r in rows))
+    for name in [*files, "pooled"] if len(files) > 1 else files:
+        found, total = coverage([r for r in rows if name in ("pooled", r["file"])], taxonomy)
+        print(
+            f"{name}: {found} of {total} required topical tags are candidates ({found / total:.1%})"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--cv", type=int, default=5, help="folds (by abstract)")
@@ -331,8 +354,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--thresholds", type=float, nargs="+", default=THRESHOLDS)
     parser.add_argument("--sweep", action="store_true", help="also every threshold, pooled")
     parser.add_argument("--holdout", help="train on the other gold files, test on this one")
+    parser.add_argument(
+        "--coverage", nargs="*", type=Path, help="only the candidate coverage (of these files)"
+    )
     args = parser.parse_args(argv)
-    rows = load(load_taxonomy(REPO_ROOT / "prompts" / "taxonomy.yaml"))
+    taxonomy = load_taxonomy(REPO_ROOT / "prompts" / "taxonomy.yaml")
+    if args.coverage is not None:
+        print_coverage(load(taxonomy, args.coverage or GOLD_FILES), taxonomy)
+        return 0
+    rows = load(taxonomy)
     if args.holdout:
         test = [r for r in rows if r["file"] == args.holdout]
         hold_out([r for r in rows if r["file"] != args.holdout], test, args)

@@ -50,3 +50,10 @@ def test_selection_picks_and_omits_as_the_probabilities_say():
     assert train_tags.select(row, [0.2, 0.9, 0.5], 0.4) == ["b", "c", "theoretical-analysis"]
     assert train_tags.select(row, [0.2, 0.3, 0.1], 0.4) == ["b", "theoretical-analysis"]
     assert train_tags.select(row, [0.9, 0.8, 0.7], 0.1)[:3] == ["a", "b", "c"]
+
+
+def test_coverage_counts_required_topical_tags_found_as_candidates(matcher):
+    cands, _rules = train_tags.candidates(ABSTRACT, matcher)
+    gold = {"tags": ["graph-neural-networks", "semi-supervised-learning", "empirical-study"]}
+    found, total = train_tags.coverage([{"gold": gold, "cands": cands}], matcher.taxonomy)
+    assert (found, total) == (1, 2)  # the contribution type is not a candidate's to find
