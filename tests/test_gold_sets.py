@@ -288,6 +288,8 @@ NUMBERS2 = (109, 60, 146, 9)
 NUMBERS2_PATH = DATA / "claims_gold_train_numbers2.jsonl"
 NUMBERS3 = (53, 51, 85, 7)
 NUMBERS3_PATH = DATA / "claims_gold_train_numbers3.jsonl"
+NUMBERS4 = (110, 61, 145, 14)
+NUMBERS4_PATH = DATA / "claims_gold_train_numbers4.jsonl"
 # (file, documented counts, the quantitative claims it stops at, the supplements before it)
 LATER_SUPPLEMENTS = [
     pytest.param(
@@ -295,6 +297,13 @@ LATER_SUPPLEMENTS = [
     ),
     pytest.param(
         NUMBERS3_PATH, NUMBERS3, 50, [numbers_path("train"), NUMBERS2_PATH], id="numbers3"
+    ),
+    pytest.param(
+        NUMBERS4_PATH,
+        NUMBERS4,
+        QUANTITATIVE_TARGET,
+        [numbers_path("train"), NUMBERS2_PATH, NUMBERS3_PATH],
+        id="numbers4",
     ),
 ]
 
