@@ -654,3 +654,53 @@ def test_metric_names_third_train_supplement(text, value, metric):
     found = [c for c in claims if canonical_number(c["value"]) == value]
     assert len(found) == 1, claims
     assert found[0]["metric"] == metric
+
+
+# --- rules tuned on claims_gold_train_numbers4.jsonl (each case fails without its rule) ----
+
+
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        (  # a bounded share of the model's cost after a match is an outcome
+            "Our network performs on par with a large Transformer, using less than 30% of the "
+            "parameters.",
+            ["30"],
+        ),
+        ("Our detector matches Faster R-CNN while using only 12% of the weights.", ["12"]),
+        # without a match before it, or for a share of the data, it stays the setup
+        ("We fine-tune the encoder using only 12% of the parameters.", []),
+        ("Our model matches the supervised baseline using only 12% of the labels.", []),
+        (  # the value a "when" condition sets is the setup
+            "The best step size shrinks by a factor of 3 when the batch size is increased by a "
+            "factor of 64.",
+            ["3"],
+        ),
+        ("Our test loss drops by 20% if the learning rate is reduced by 50%.", ["20"]),
+        (  # a bare number in parentheses after the compared model is that model's
+            "Our sampler is rated as more realistic than BigGAN (41.5%) on ImageNet, with a "
+            "rate of 52.3%.",
+            ["52.3"],
+        ),
+        ("Our agent wins 64% of games against AlphaZero (36%) in self-play.", ["64"]),
+        # a signed gain or a "from A to B" change in those parentheses stays ours
+        ("Our model outperforms BERT (+2.4%) on the GLUE benchmark.", ["2.4"]),
+        ("Our model beats the best baseline (from 61.0% to 66.2% accuracy).", ["66.2"]),
+    ],
+)
+def test_numbers_of_a_result_fourth_train_supplement(text, values):
+    claims = [c for c in _validate(text) if c["kind"] == "quantitative"]
+    assert [canonical_number(c["value"]) for c in claims] == values
+
+
+def test_a_besides_phrase_before_the_numbers_is_a_result_of_its_own():
+    text = (
+        "Besides outperforming prior graph networks, our model is on par with GIN, using less "
+        "than 40% of the parameters."
+    )
+    claims = _validate(text)
+    assert [(c["kind"], c["value"]) for c in claims] == [
+        ("qualitative", None),
+        ("quantitative", "40"),
+    ]
+    assert claims[0]["evidence"] == "Besides outperforming prior graph networks"

@@ -154,6 +154,31 @@ _COMPRESS_TO = re.compile(
 _COMPARED_AFTER = re.compile(
     r"\s*(?:\w+\s+){0,2}?(?:compared\s+(?:to|with)|relative\s+to|than|of\s+the\s+baseline)", _I
 )
+# "performs at par with ResNet-18, using less than 25% of the parameters": a bounded share of
+# the model's own cost after a match or comparison is an outcome, not the design.
+_COST_SHARE_BEFORE = re.compile(
+    r"\b(?:using|uses|use|requiring|requires|needing|needs|with)\s+(?:only\s+|just\s+|merely\s+"
+    r"|less\s+than\s+|fewer\s+than\s+|under\s+|at\s+most\s+)+[~∼≈]?\s?$",
+    _I,
+)
+_COST_SHARE_AFTER = re.compile(
+    r"\s+of\s+(?:the\s+|its\s+|their\s+)?(?:[\w-]+\s+){0,2}?(?:parameters|weights|FLOPs"
+    r"|computation|compute|memory)\b",
+    _I,
+)
+_MATCH_BEFORE = re.compile(
+    r"\b(?:at[- ]par|on[- ]par|match\w*|comparable|competitive|similar|same|equal\w*|rival\w*"
+    r"|outperform\w*|surpass\w*|better|higher|beat\w*)\b",
+    _I,
+)
+# "when the epoch budget is increased by a factor of 128": the value a condition sets.
+_WHEN_CHANGED = re.compile(
+    r"\b(?:when|if|once|as)\s+[^,;:()]{0,50}?\b(?:is|are|was|were|gets?)\s+(?:\w+ly\s+)?"
+    r"(?:increased|decreased|reduced|raised|lowered|scaled|set|varied|changed|enlarged"
+    r"|extended|doubled|halved)\s+(?:by|to)\s+(?:about\s+|around\s+|up\s+to\s+)?"
+    r"(?:a\s+factor\s+of\s+)?[~∼≈]?\s?$",
+    _I,
+)
 _CONDITION_WHEN = re.compile(r"\b(?:when|whenever|if|where|once)\b[^,;:()]*$", _I)
 # "0.7% higher accuracy when saving up to 27% energy": what the model saves is an outcome
 # even inside a "when" clause (unlike "when using 10% of the labels").
@@ -249,6 +274,15 @@ _BASELINE_VALUE = re.compile(
     r"\b[^,;:()]{0,40}?\b(?:of|at|is|was)\s+(?:only\s+|about\s+|around\s+|[~∼≈]\s?)?$",
     _I,
 )
+# "superior to StyleGAN without truncation (19.0%)": a bare number in parentheses right after
+# the model a result is compared with is that model's own number.
+_PAREN_BASELINE = re.compile(
+    r"\b(?:than|superior\s+to|inferior\s+to|compared\s+(?:to|with)|relative\s+to|over|versus"
+    r"|vs\.?|against|outperform\w*|surpass\w*|beat\w*|exceed\w*)\s+[^,;:()]{1,50}?\(\s*"
+    r"(?:only\s+|just\s+|[~∼≈]\s?)?$",
+    _I,
+)
+_PAREN_CLOSE = re.compile(r"\s*\)")
 _BASELINE_NEEDS = re.compile(r"previous|prior|existing|earlier|best|state|sota", _I)  # a cheap gate
 # "the 2.65% achieved by standard NAS": a number credited to another method.
 _BY_OTHERS_AFTER = re.compile(
@@ -517,6 +551,8 @@ def _is_setting(s: str, head: _Item, anchor: _Item) -> bool:
     before = s[max(0, head.start - 40) : head.start]
     if _SETTING_BEFORE.search(before) or _COMPRESS_TO.search(before):
         return True
+    if _WHEN_CHANGED.search(s, max(0, head.start - 100), head.start):
+        return True
     if _NEEDED_AFTER.match(s, anchor.end):
         return True  # "a success rate of over 98% is needed for them to ...": a requirement
     if (
@@ -527,6 +563,8 @@ def _is_setting(s: str, head: _Item, anchor: _Item) -> bool:
         return True  # "when the error rates are 10% and 30%": a condition
     if anchor.unit not in {"%", "x", "pp"} or anchor.metric is not None:
         return False  # a measure or metric unit ("at 3.83 MOS") is not a share of the data
+    if _cost_share(s, head, anchor, before):
+        return False
     after_mult = _MULT_AFTER.match(s, anchor.end) or _CHANGE_AFTER.match(s, anchor.end)
     if _CONDITION_BEFORE.search(before) and not after_mult:
         return True
@@ -534,6 +572,14 @@ def _is_setting(s: str, head: _Item, anchor: _Item) -> bool:
     if setting is None or after_mult or _COMPARED_AFTER.match(s, setting.end()):
         return False  # "uses only 18.2% of parameters compared to the LSTM": a result
     return bool(_CONDITION_CLAUSE.search(before))  # "using 10% of the labels", not "defend 96%"
+
+
+def _cost_share(s: str, head: _Item, anchor: _Item, before: str) -> bool:
+    """'matches ResNet-18 using less than 25% of the parameters': a bounded share of the
+    model's cost, after a match or comparison earlier in the sentence."""
+    if not (_COST_SHARE_BEFORE.search(before) and _COST_SHARE_AFTER.match(s, anchor.end)):
+        return False
+    return bool(_MATCH_BEFORE.search(s, 0, head.start))
 
 
 def _is_baseline(s: str, head: _Item, anchor: _Item) -> bool:
@@ -545,6 +591,13 @@ def _is_baseline(s: str, head: _Item, anchor: _Item) -> bool:
         return not (gain and before.rstrip().endswith("("))
     if _BY_OTHERS_AFTER.match(s, anchor.end):
         return True
+    if (
+        not head.pair
+        and head.value[0] not in "+−-"
+        and _PAREN_CLOSE.match(s, anchor.end)
+        and _PAREN_BASELINE.search(s, max(0, head.start - 70), head.start)
+    ):
+        return True  # "outperforms X (19.0%)"; a signed gain "(+3.2%)" stays ours
     window = s[max(0, head.start - 90) : head.start]
     if _BASELINE_NEEDS.search(window) and _BASELINE_VALUE.search(window):
         return True
