@@ -704,3 +704,55 @@ def test_a_besides_phrase_before_the_numbers_is_a_result_of_its_own():
         ("quantitative", "40"),
     ]
     assert claims[0]["evidence"] == "Besides outperforming prior graph networks"
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "metric"),
+    [
+        (  # a hyphen is a sign inside a list, which shares the metric named before it
+            "With our method the mean IoU on Cityscapes changes by +0.4%, -0.12% and -0.3%.",
+            "0.3",
+            "IoU",
+        ),
+        (  # a change verb before a list of model names cut by commas
+            "Our pruning speeds up the decoding speed of BERT (base), RoBERTa and XLNet by "
+            "2.1x, 1.8x and 1.9x.",
+            "1.8",
+            "decoding speed",
+        ),
+        ("Our method improves the training speed by 35%.", "35", "training speed"),
+        (  # "in terms of" names what a comparative adjective measures
+            "Our model is 61.2% less complex than ResNet-50 in terms of multiply-adds.",
+            "61.2",
+            "multiply-adds",
+        ),
+        (  # the noun phrase a number makes higher or lower
+            "Our vocoder achieves a mean opinion score nearly 0.4 points higher than WaveNet.",
+            "0.4",
+            "mean opinion score",
+        ),
+        (  # a qualified change noun is a change in the metric of the result before it
+            "Our parser reaches a labelled F1 of 93.1%, a 1.4% absolute improvement over the "
+            "baseline.",
+            "1.4",
+            "labelled F1",
+        ),
+        (  # "for both X and Y" names what a change of N changes
+            "Our compressed tagger shows an average drop of 0.3 points for both precision and "
+            "recall.",
+            "0.3",
+            "precision",
+        ),
+        (  # a margin in the metric of the result that follows it
+            "Our model beats the best baseline by 3.5%, achieving a top-1 accuracy of 80.2%.",
+            "3.5",
+            "top-1 accuracy",
+        ),
+        ("Our tagger outperforms BERT by 1.2 points, reaching an F1 of 91.3.", "1.2", "F1"),
+    ],
+)
+def test_metric_names_fourth_train_supplement(text, value, metric):
+    claims = [c for c in _validate(text) if c["kind"] == "quantitative"]
+    found = [c for c in claims if canonical_number(c["value"]) == value]
+    assert len(found) == 1, claims
+    assert found[0]["metric"] == metric

@@ -255,7 +255,7 @@ _IN_TERMS = re.compile(r"\s+in(?:\s+terms\s+of)?(?=\s)", _I)  # "up to 84 in F1-
 _BY_BEFORE = re.compile(r"\bby\s+(?:about\s+|around\s+|over\s+|more\s+than\s+|up\s+to\s+)?$", _I)
 _LIST_GAP = re.compile(
     r"\s*(?:(?:on|in|for)\s+(?:the\s+)?[A-Z][^,;:()]{0,30}?\s*)?(?:,\s*(?:and\s+|or\s+)?|(?:and|or)\s+"
-    r"(?:by\s+|on\s+)?|/\s*)"
+    r"(?:by\s+|on\s+)?|/\s*)-?"  # "+1.0%, -0.27% and -0.08%": a hyphen as a sign
 )
 # A baseline's own number: "the baseline's 3.46%", "compared to 3.46%", "(vs. 3.46%)".
 _BASELINE_BEFORE = re.compile(
