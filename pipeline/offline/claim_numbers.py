@@ -154,6 +154,12 @@ _COMPRESS_TO = re.compile(
 _COMPARED_AFTER = re.compile(
     r"\s*(?:\w+\s+){0,2}?(?:compared\s+(?:to|with)|relative\s+to|than|of\s+the\s+baseline)", _I
 )
+# "a 5 times larger network", "a 10x bigger dataset": the size of what an experiment used.
+_SIZE_AFTER = re.compile(
+    r"\s*(?:larger|bigger|deeper|wider|longer)\s+(?:[\w-]+\s+)?(?:networks?|models?"
+    r"|architectures?|datasets?|corpora|corpus|batch(?:es)?|budgets?|vocabular(?:y|ies))\b",
+    _I,
+)
 # "performs at par with ResNet-18, using less than 25% of the parameters": a bounded share of
 # the model's own cost after a match or comparison is an outcome, not the design.
 _COST_SHARE_BEFORE = re.compile(
@@ -219,7 +225,7 @@ _GAIN_BEFORE = re.compile(
     r"|nearly\s+|almost\s+|roughly\s+|around\s+)?[~∼≈]?\s?$",
     _I,
 )
-_RANGE = re.compile(r"\s?(?:[-–−]|to)\s?(?=\d)")
+_RANGE = re.compile(r"\s?(?:[-–−]|to)\s?\+?(?=\d)")  # "4-13x", "+1.8% to +4.4%"
 _FROM = re.compile(r"\bfrom\s+(?:about\s+|around\s+)?[+~∼≈]?$", _I)
 _TO = re.compile(
     r"\s+(?:down\s+|up\s+)?to\s+(?:about\s+|around\s+|only\s+|just\s+|over\s+|more\s+than\s+"
@@ -248,6 +254,8 @@ _DATA_AFTER = re.compile(
     r"|demonstrations?|data|training|queries|annotations?)\b",
     _I,
 )
+# Between "68.3% accuracy" and "53.9% certified robustness": a metric phrase and "and".
+_METRIC_AND = re.compile(r"(?:\s+[A-Za-z][\w-]*){1,3}\s*(?:,\s*(?:and\s+|or\s+)?|\s(?:and|or)\s+)")
 _COORDINATED = re.compile(r"(?:\band|\bor|,)\s*[~∼≈]?\s?$", _I)
 _BEAT = re.compile(r"\b(?:beat|beats|outperform\w*|surpass\w*|exceed\w*|lead\w*)\b", _I)
 _RESPECTIVELY = re.compile(r"\s*,?\s*respectively\b", _I)
@@ -259,7 +267,7 @@ _LIST_GAP = re.compile(
 )
 # A baseline's own number: "the baseline's 3.46%", "compared to 3.46%", "(vs. 3.46%)".
 _BASELINE_BEFORE = re.compile(
-    r"(?:\bbaselines?'?s?|\bbaselines'|\bcompared\s+(?:to|with)|\bversus|\bvs\.?|\bagainst"
+    r"(?:\bbaselines?'?s?|\bbaselines'|\bcompared\s+(?:to|with)|\bversus|\bvs\.?|\bv/s|\bagainst"
     r"|\bin\s+contrast\s+to|\bas\s+opposed\s+to|\b(?:improvements?|gains?)\s+over\s+(?=only|just)"
     r"|\bprevious(?:ly)?|\bprior|\bexisting|\b(?:prior|previous|existing)\s+(?:work|works|methods?"
     r"|approaches|art|best|sota|state[- ]of[- ]the[- ]art)(?:'s)?)\s*\(?\s*(?:the\s+|a\s+|an\s+"
@@ -283,6 +291,13 @@ _PAREN_BASELINE = re.compile(
     _I,
 )
 _PAREN_CLOSE = re.compile(r"\s*\)")
+# "contrary to the compression without transfer learning which loses more than 5% accuracy":
+# the number of what ours is contrasted with.
+_CONTRASTED_WITH = re.compile(
+    r"\b(?:contrary\s+to|unlike|in\s+contrast\s+to|as\s+opposed\s+to)\s+[^,;:()]*?"
+    r"(?:,\s*)?\b(?:which|that|who|whose)\b[^,;:()]*$",
+    _I,
+)
 _BASELINE_NEEDS = re.compile(r"previous|prior|existing|earlier|best|state|sota", _I)  # a cheap gate
 # "the 2.65% achieved by standard NAS": a number credited to another method.
 _BY_OTHERS_AFTER = re.compile(
@@ -355,8 +370,14 @@ def scan_numbers(s: str) -> list[Hit]:
     if not items:
         return []
     hits: list[Hit] = []
+    others: _Item | None = None  # the last item of a list that is a baseline's own numbers
     for group in _groups(s, items):
-        hits.extend(_group_hits(s, group, len(hits)))
+        if others is not None and _METRIC_AND.fullmatch(s, others.end, group[0].start):
+            others = group[-1]  # "the best results of 68.3% accuracy and 53.9% robustness"
+            continue
+        found = _group_hits(s, group, len(hits))
+        others = group[-1] if not found and _is_baseline(s, group[0], group[-1]) else None
+        hits.extend(found)
     return hits
 
 
@@ -566,8 +587,12 @@ def _is_setting(s: str, head: _Item, anchor: _Item) -> bool:
     if _cost_share(s, head, anchor, before):
         return False
     after_mult = _MULT_AFTER.match(s, anchor.end) or _CHANGE_AFTER.match(s, anchor.end)
-    if _CONDITION_BEFORE.search(before) and not after_mult:
-        return True
+    condition = _CONDITION_BEFORE.search(before)
+    if condition and (not after_mult or _SIZE_AFTER.match(s, anchor.end)):
+        # "using only 10% of the data", "using a 5 times larger network"; but what a model
+        # keeps of a metric is an outcome ("keeps 55% accuracy")
+        kept = condition.group(0).lower().startswith("keep") and METRIC_AFTER.match(s, anchor.end)
+        return not kept
     setting = _SETTING_AFTER.match(s, anchor.end)
     if setting is None or after_mult or _COMPARED_AFTER.match(s, setting.end()):
         return False  # "uses only 18.2% of parameters compared to the LSTM": a result
@@ -598,6 +623,9 @@ def _is_baseline(s: str, head: _Item, anchor: _Item) -> bool:
         and _PAREN_BASELINE.search(s, max(0, head.start - 70), head.start)
     ):
         return True  # "outperforms X (19.0%)"; a signed gain "(+3.2%)" stays ours
+    contrast = _CONTRASTED_WITH.search(s, max(0, head.start - 150), head.start)
+    if contrast and not _FIRST_PERSON.search(s, contrast.start(), head.start):
+        return True
     window = s[max(0, head.start - 90) : head.start]
     if _BASELINE_NEEDS.search(window) and _BASELINE_VALUE.search(window):
         return True
@@ -645,6 +673,8 @@ def junk_number(s: str, a: int, b: int) -> bool:
     after = s[b + 1] if b + 1 < len(s) else " "
     if prev in "-+" and before.isalnum():
         return True
+    if prev == "/" and before in "%x×":
+        return False  # "2×/1.3× latency/energy saving", "5%/3%": a pair of results
     if prev in "@^_{/=*<\\'’":
         return True
     if nxt in "^_}/=*'’" or (nxt == "+" and after.isdigit()):
