@@ -113,7 +113,8 @@ _OF_BEFORE = re.compile(
     _I,
 )
 _BY_BEFORE = re.compile(
-    r"\s+by\s+(?:about\s+|around\s+|over\s+|more\s+than\s+|up\s+to\s+|nearly\s+|almost\s+"
+    r"\s+by\s+(?:about\s+|around\s+|over\s+|more\s+than\s+|up\s+to\s+|as\s+much\s+as\s+"
+    r"|nearly\s+|almost\s+"
     r"|roughly\s+|an?\s+(?:average\s+|overall\s+)?(?:factor\s+)?of\s+|[~∼≈]\s?)*$",
     _I,
 )

@@ -87,7 +87,7 @@ _PERCENT = re.compile(r"\s?\\?%|\s+per\s?cent\b(?![\s-]*(?:age\s+)?points?)", _I
 _POINTS = re.compile(
     r"\s?(?:pp\b|p\.p\.|percentage[\s-]points?\b|per\s?cent(?:age)?[\s-]points?\b)", _I
 )
-_TIMES = re.compile(r"\s?[x×X](?![\w])|\s+times\b|-?fold\b", _I)
+_TIMES = re.compile(r"\s?×|\s?[xX](?![\w])|\s+times\b|-?fold\b", _I)  # "4.45×speed up"
 _RATIO_UNITS = {"%", "pp", "x", "points"}
 _MEASURE = re.compile(
     r"\s(?P<unit>ms|s|sec|secs|seconds?|minutes?|min|hours?|h|days?|GB|MB|TB|GiB|MiB|GPU[- ]hours?)\b"
@@ -99,6 +99,12 @@ _METRIC_UNIT = re.compile(
 )
 _MEASURE_CUE = re.compile(
     r"reduc|\bcut|lower|faster|speed|latency|\btimes?\b|memory|down\b|sav", _I
+)
+# "367 ms latency on a Pixel 3 phone": a measured cost named after its unit.
+_COST_AFTER = re.compile(
+    r"\s+(?:(?:inference|decoding|end-to-end|average|mean|per-\w+)\s+)?(?:latency|run-?time"
+    r"|inference\s+time|overhead)\b(?!\s+(?:budgets?|constraints?|targets?|limits?|requirements?))",
+    _I,
 )
 _PLAIN_POINTS = re.compile(r"\s+(?:points?|pts)\b", _I)
 _COUNT_RESULT = re.compile(r"\s+(?P<unit>moves)\b", _I)  # "solves it in 30 moves"
@@ -194,7 +200,8 @@ _SAVING_WHEN = re.compile(
     _I,
 )
 _MULT_AFTER = re.compile(
-    r"\)?\s*(?:\([^()]{1,20}\)\s*)?(?:faster|speed-?ups?|accelerations?|fewer|less|smaller"
+    r"\)?\s*(?:\([^()]{1,20}\)\s*)?(?:(?:[a-z][\w-]*\s+)?(?:speed[\s-]?ups?|savings?)\b"
+    r"|faster|speed-?ups?|accelerations?|fewer|less|smaller"
     r"|cheaper|lower|reductions?|compression|improvements?|higher|more|better|gains?|increases?"
     r"|throughput|larger|worse|slower|shorter|longer|easier|harder|simpler|quicker|sparser"
     r"|denser|bigger|greater)\b",
@@ -262,7 +269,7 @@ _RESPECTIVELY = re.compile(r"\s*,?\s*respectively\b", _I)
 _IN_TERMS = re.compile(r"\s+in(?:\s+terms\s+of)?(?=\s)", _I)  # "up to 84 in F1-score"
 _BY_BEFORE = re.compile(r"\bby\s+(?:about\s+|around\s+|over\s+|more\s+than\s+|up\s+to\s+)?$", _I)
 _LIST_GAP = re.compile(
-    r"\s*(?:(?:on|in|for)\s+(?:the\s+)?[A-Z][^,;:()]{0,30}?\s*)?(?:,\s*(?:and\s+|or\s+)?|(?:and|or)\s+"
+    r"\s*(?:(?:on|in|for)\s+(?:the\s+)?[A-Z][^,;:()]{0,45}?\s*)?(?:,\s*(?:and\s+|or\s+)?|(?:and|or)\s+"
     r"(?:by\s+|on\s+)?|/\s*)-?"  # "+1.0%, -0.27% and -0.08%": a hyphen as a sign
 )
 # A baseline's own number: "the baseline's 3.46%", "compared to 3.46%", "(vs. 3.46%)".
@@ -280,6 +287,15 @@ _BASELINE_VALUE = re.compile(
     r"\b(?:over|compared\s+(?:to|with)|versus|vs\.?|against|than|in\s+contrast\s+to)\s+(?:the\s+)?"
     r"(?:[\w-]+\s+){0,2}?(?:previous|prior|existing|earlier|best|state[- ]of[- ]the[- ]art|sota)"
     r"\b[^,;:()]{0,40}?\b(?:of|at|is|was)\s+(?:only\s+|about\s+|around\s+|[~∼≈]\s?)?$",
+    _I,
+)
+# "from an overall baseline mortality rate of 13.3%", "a full precision reference accuracy of
+# 69.76%": the value of the reference a result is measured against.
+_REFERENCE_VALUE = re.compile(
+    r"\b(?:from\s+(?:the\s+|an?\s+)?(?:[\w-]+\s+)?baseline|reference|full[- ]precision"
+    r"|uncompressed|unpruned|teacher(?:'s)?|baseline(?:'s)?)\s+(?:[\w-]+\s+){0,3}?"
+    r"(?:accuracy|error(?:\s+rate)?|rate|score|performance|perplexity|BLEU|F1)\s+(?:of|at|is|was)\s+"
+    r"(?:only\s+|about\s+|around\s+|[~∼≈]\s?)?$",
     _I,
 )
 # "superior to StyleGAN without truncation (19.0%)": a bare number in parentheses right after
@@ -508,6 +524,7 @@ def _accept(s: str, item: _Item, head: _Item, anchor: _Item) -> Hit | None:
         and item.metric is None
         and not _MEASURE_CUE.search(s, cue_start(s, head.start), head.start)
         and not _MULT_AFTER.match(s, anchor.end)
+        and not _COST_AFTER.match(s, anchor.end)
     ):
         return None  # "80 GB GPUs", "trained for 3 hours": setup unless something got cheaper
     end = item.end
@@ -623,6 +640,8 @@ def _is_baseline(s: str, head: _Item, anchor: _Item) -> bool:
         and _PAREN_BASELINE.search(s, max(0, head.start - 70), head.start)
     ):
         return True  # "outperforms X (19.0%)"; a signed gain "(+3.2%)" stays ours
+    if _REFERENCE_VALUE.search(s, max(0, head.start - 90), head.start):
+        return True
     contrast = _CONTRASTED_WITH.search(s, max(0, head.start - 150), head.start)
     if contrast and not _FIRST_PERSON.search(s, contrast.start(), head.start):
         return True
@@ -673,6 +692,8 @@ def junk_number(s: str, a: int, b: int) -> bool:
     after = s[b + 1] if b + 1 < len(s) else " "
     if prev in "-+" and before.isalnum():
         return True
+    if prev == "<" and not before.isalnum() and (nxt in "%×" or s.startswith(" %", b)):
+        return False  # "<4% runtime overhead"
     if prev == "/" and before in "%x×":
         return False  # "2×/1.3× latency/energy saving", "5%/3%": a pair of results
     if prev in "@^_{/=*<\\'’":
