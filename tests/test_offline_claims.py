@@ -823,3 +823,44 @@ def test_metric_names_fourth_train_supplement(text, value, metric):
 def test_numbers_of_a_result_far_train_read_through(text, values):
     claims = [c for c in _validate(text) if c["kind"] == "quantitative"]
     assert [canonical_number(c["value"]) for c in claims] == values
+
+
+# --- written forms of results, probed with made-up sentences ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        ("Our tagger reaches 97.1\\,\\% accuracy on the PTB.", ["97.1"]),  # LaTeX thin space
+        ("Our tagger reaches 97.1~\\% accuracy on the PTB.", ["97.1"]),  # LaTeX tie
+        (  # "between A and B" over settings is one range, value B
+            "Our kernels are between 3x and 7x faster than cuDNN.",
+            ["7"],
+        ),
+        ("Our model improves accuracy by between 1% and 4% on all tasks.", ["4"]),
+        ("At sparsity between 60% and 80% our model loses little accuracy.", []),
+        (  # "(A vs B)" after the baseline: A is ours
+            "Our 4-bit model matches the full-precision baseline (70.9% vs 71.2%).",
+            ["70.9"],
+        ),
+        (  # an aside between A and "to B"
+            "Top-1 accuracy improves from 74.0% (baseline) to 75.6% with our loss.",
+            ["75.6"],
+        ),
+    ],
+)
+def test_written_forms_of_results(text, values):
+    claims = [c for c in _validate(text) if c["kind"] == "quantitative"]
+    assert [canonical_number(c["value"]) for c in claims] == values
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Compared to the 70.2% of ResNet, our model reaches 74.3%.",
+        "The baseline reaches 60.5% while ours reaches 74.3%.",
+    ],
+)
+def test_the_model_a_number_is_reached_by_is_no_metric_name(text):
+    claims = [c for c in _validate(text) if c["kind"] == "quantitative"]
+    assert [(c["value"], c["metric"]) for c in claims] == [("74.3", None)]

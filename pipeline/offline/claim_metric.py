@@ -154,6 +154,10 @@ _THAN_AFTER = re.compile(
 _DEGREE_TAIL = re.compile(
     r"\s*(?:nearly|about|around|roughly|approximately|almost|over|only|just|[~∼≈])\s*$", _I
 )
+_MODEL_NOUNS = _words(
+    """ours model models method methods approach approaches network networks system systems
+    algorithm algorithms agent agents framework architecture architectures"""
+)
 _CHANGE_QUALIFIERS = _words("absolute relative average overall total net mean")
 _ARTICLES = _words("a an the its their our")
 _CLAUSE_BREAK = re.compile(r";|\b(?:while|whereas|but|which)\b", _I)
@@ -360,6 +364,12 @@ def _before_of(before: str, s: str = "", hit: Hit | None = None) -> str | None:
             return _name(words)
         return None
     words = _phrase_back(_ACRONYM_TAIL.sub("", before[: m.start()]))
+    if (
+        words
+        and words[-1].lower() in _MODEL_NOUNS
+        and not m.group(0).strip().startswith(("of", "="))
+    ):
+        return None  # "our model reaches 75.1%": the subject is the model, not a metric
     if words and hit is not None and _CHANGE_NOUN.fullmatch(words[-1]):
         obj = _OBJECT.match(s, hit.end) or _FOR_BOTH.match(s, hit.end)
         if obj:

@@ -83,7 +83,7 @@ def _blank_math(m: re.Match[str]) -> str:
 # --- units -----------------------------------------------------------------------------------
 
 _JUNK_TOKEN = ("://", "www.", "$", "=", "^", "_", "{", "}", "\\frac")
-_PERCENT = re.compile(r"\s?\\?%|\s+per\s?cent\b(?![\s-]*(?:age\s+)?points?)", _I)
+_PERCENT = re.compile(r"(?:\s|\\,|~)?\\?%|\s+per\s?cent\b(?![\s-]*(?:age\s+)?points?)", _I)
 _POINTS = re.compile(
     r"\s?(?:pp\b|p\.p\.|percentage[\s-]points?\b|per\s?cent(?:age)?[\s-]points?\b)", _I
 )
@@ -234,6 +234,9 @@ _GAIN_BEFORE = re.compile(
 )
 _RANGE = re.compile(r"\s?(?:[-–−]|to)\s?\+?(?=\d)")  # "4-13x", "+1.8% to +4.4%"
 _FROM = re.compile(r"\bfrom\s+(?:about\s+|around\s+)?[+~∼≈]?$", _I)
+_ASIDE = re.compile(r"\s*\([^()]{1,30}\)")
+_BETWEEN = re.compile(r"\bbetween\s+[+~∼≈]?$", _I)
+_AND_SECOND = re.compile(r"\s+and\s+[+~∼≈]?(?P<n>\d+(?:,\d{3})*(?:\.\d+)?)")
 _TO = re.compile(
     r"\s+(?:down\s+|up\s+)?to\s+(?:about\s+|around\s+|only\s+|just\s+|over\s+|more\s+than\s+"
     r"|nearly\s+|almost\s+|above\s+|below\s+|under\s+)?[+~∼≈]?",
@@ -307,6 +310,7 @@ _PAREN_BASELINE = re.compile(
     _I,
 )
 _PAREN_CLOSE = re.compile(r"\s*\)")
+_VERSUS_AFTER = re.compile(r"\s*(?:vs\.?|versus|v/s)\s", _I)
 # "contrary to the compression without transfer learning which loses more than 5% accuracy":
 # the number of what ours is contrasted with.
 _CONTRASTED_WITH = re.compile(
@@ -628,9 +632,11 @@ def _is_baseline(s: str, head: _Item, anchor: _Item) -> bool:
     """A baseline's own number, not the paper's result."""
     before = s[max(0, head.start - 40) : head.start]
     if _BASELINE_BEFORE.search(before):
-        # "better than the previous SOTA (29.7% improvement ...)": the gain, not its number
+        # "better than the previous SOTA (29.7% improvement ...)": the gain, not its number;
+        # "matches the baseline (76.1% vs 76.3%)": the first of a pair is ours
         gain = _CHANGE_AFTER.match(s, anchor.end) or _MULT_AFTER.match(s, anchor.end)
-        return not (gain and before.rstrip().endswith("("))
+        ours = gain or _VERSUS_AFTER.match(s, anchor.end)
+        return not (ours and before.rstrip().endswith("("))
     if _BY_OTHERS_AFTER.match(s, anchor.end):
         return True
     if (
@@ -757,9 +763,20 @@ def _pair_or_range(s: str, m: re.Match[str]) -> _Item | None:
                     start, second.start(), second.end(), end2, second.group(0), unit2, metric2,
                     True,
                 )  # fmt: skip
+    between = _BETWEEN.search(s, max(0, m.start() - 20), m.start())
+    if between and unit in _RATIO_UNITS:
+        second = _AND_SECOND.match(s, end)  # "between 2x and 5x faster": one range, value 5
+        if second and not junk_number(s, second.start("n"), second.end("n")):
+            unit2, end2, metric2 = unit_at(s, second.end("n"))
+            if unit2 == unit:
+                return _Item(
+                    between.start(), second.start("n"), second.end("n"), end2, second.group("n"),
+                    unit, metric2, True,
+                )  # fmt: skip
     if not _FROM.search(s, max(0, m.start() - 20), m.start()):
         return None
-    to = _TO.match(s, end)
+    aside = _ASIDE.match(s, end)  # "from 76.2% (baseline) to 78.0%"
+    to = _TO.match(s, aside.end() if aside else end)
     second = NUMBER_RE.match(s, to.end()) if to else None
     if second is None or junk_number(s, second.start(), second.end()):
         return None
