@@ -847,6 +847,14 @@ def test_numbers_of_a_result_far_train_read_through(text, values):
             "Top-1 accuracy improves from 74.0% (baseline) to 75.6% with our loss.",
             ["75.6"],
         ),
+        # statistics of a result are not results
+        ("Our tagger improves recall by 2.5% with 95% confidence.", ["2.5"]),
+        ("Our tagger reaches 88% recall (95% confidence interval 86-90%).", ["88"]),
+        (  # a singular other model, the subject of a while-clause, scores the number
+            "Our student reaches an accuracy of 79.4%, while the teacher achieves 80.2%.",
+            ["79.4"],
+        ),
+        ("Our parser reaches 91.2%, while the baseline reaches 88.7%.", ["91.2"]),
     ],
 )
 def test_written_forms_of_results(text, values):

@@ -129,6 +129,10 @@ _SETTING_BEFORE = re.compile(
     r"|ranging\s+from\s+|from\s+|between\s+|=\s*|is\s+|was\s+)*(?:only\s+)?[~∼≈]?\s?$",
     _I,
 )
+_CONFIDENCE_AFTER = re.compile(r"\s+(?:confidence|credible|significance)\b|\s+CIs?\b", _I)
+_INTERVAL_BEFORE = re.compile(
+    r"\b(?:(?:confidence|credible)\s+intervals?|CI)\s*(?:of\s+|:\s*|=\s*|is\s+)?[\[(]?\s*$", _I
+)
 # A value the result depends on, not one it reaches: "over 98% is needed", "are required".
 _NEEDED_AFTER = re.compile(
     r"\s+(?:is|are|was|were|would\s+be|will\s+be)\s+(?:needed|required|necessary)\b", _I
@@ -341,10 +345,11 @@ _OTHERS_CONTRAST = re.compile(
     r"(?:(?:other|existing|previous|prior|competing|conventional|standard|traditional|current"
     r"|state-of-the-art|baseline)\s+[^,;:()]{0,60}?"
     r"|(?:[a-z][\w-]*\s+){0,2}(?:methods|approaches|attacks|models|baselines|algorithms|techniques"
-    r"|systems|networks|tasks|competitors)\b(?:\s+(?:that|which)\s+[^,;:()]{0,60}?)?)"
+    r"|systems|networks|tasks|competitors|teacher|oracle|humans?|annotators?)\b"
+    r"(?:\s+(?:that|which)\s+[^,;:()]{0,60}?)?)"
     r"\s+(?:only\s+|just\s+|still\s+|typically\s+|usually\s+)?"
-    r"(?:yield|have|achieve|reach|obtain|get|attain|score|give|produce|perform|suffer|remain"
-    r"|lag|stay)\b",
+    r"(?:yield|have|has|achieve|reach|obtain|get|attain|score|give|produce|perform|suffer|remain"
+    r"|lag|stay)(?:s|es)?\b",
     _I,
 )
 # A sentence that opens by turning to the point of comparison: its numbers are the others'.
@@ -595,6 +600,8 @@ def _is_setting(s: str, head: _Item, anchor: _Item) -> bool:
         return True
     if _WHEN_CHANGED.search(s, max(0, head.start - 100), head.start):
         return True
+    if _CONFIDENCE_AFTER.match(s, anchor.end) or _INTERVAL_BEFORE.search(before):
+        return True  # "with 95% confidence", "(95% confidence interval 79-83%)": statistics
     if _NEEDED_AFTER.match(s, anchor.end):
         return True  # "a success rate of over 98% is needed for them to ...": a requirement
     if (
