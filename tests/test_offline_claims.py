@@ -855,6 +855,11 @@ def test_numbers_of_a_result_far_train_read_through(text, values):
             ["79.4"],
         ),
         ("Our parser reaches 91.2%, while the baseline reaches 88.7%.", ["91.2"]),
+        (  # how the point of comparison was trained is its setup
+            "Our tagger gives a 12% gain over the baseline trained with 40% more data.",
+            ["12"],
+        ),
+        ("Our tagger matches the baseline with 40% less data.", ["40"]),
     ],
 )
 def test_written_forms_of_results(text, values):

@@ -314,6 +314,12 @@ _PAREN_BASELINE = re.compile(
     _I,
 )
 _PAREN_CLOSE = re.compile(r"\s*\)")
+# "the baseline trained with 50% more data": how the point of comparison was trained.
+_TRAINED_WITH = re.compile(
+    r"\b(?:baselines?|teachers?)\s+(?:(?:pre-?|fine-?)?trained|learned)\s+(?:on|with|using)\s+"
+    r"(?:only\s+|just\s+|[~∼≈]\s?)?$",
+    _I,
+)
 _WHEN_WORDS = ("when", "if ", "once", "as ")  # cheap gates for the regexes they start
 _REFERENCE_WORDS = ("baseline", "reference", "precision", "uncompressed", "unpruned", "teacher")
 _CONTRAST_WORDS = ("unlike", "contrary", "contrast", "opposed")
@@ -670,8 +676,9 @@ def _is_baseline(s: str, head: _Item, anchor: _Item) -> bool:
     ):
         return True  # "outperforms X (19.0%)"; a signed gain "(+3.2%)" stays ours
     low = s[max(0, head.start - 150) : head.start].lower()
-    if _has_any(low[-90:], _REFERENCE_WORDS) and _REFERENCE_VALUE.search(
-        s, max(0, head.start - 90), head.start
+    if _has_any(low[-90:], _REFERENCE_WORDS) and (
+        _REFERENCE_VALUE.search(s, max(0, head.start - 90), head.start)
+        or _TRAINED_WITH.search(s, max(0, head.start - 60), head.start)
     ):
         return True
     contrast = (
