@@ -299,6 +299,8 @@ NUMBERS2 = (109, 60, 146, 9)
 NUMBERS2_PATH = DATA / "claims_gold_train_numbers2.jsonl"
 NUMBERS3 = (53, 51, 85, 7)
 NUMBERS3_PATH = DATA / "claims_gold_train_numbers3.jsonl"
+NUMBERS4 = (110, 61, 145, 14)
+NUMBERS4_PATH = DATA / "claims_gold_train_numbers4.jsonl"
 NUMBERS_DEV2 = (132, 60, 182, 19)
 NUMBERS_DEV2_PATH = DATA / "claims_gold_dev2_numbers.jsonl"
 # (file, split, documented counts, the quantitative claims it stops at, the supplements before it)
@@ -321,6 +323,14 @@ LATER_SUPPLEMENTS = [
         QUANTITATIVE_TARGET,
         [numbers_path("dev")],
         id="dev2",
+    ),
+    pytest.param(
+        NUMBERS4_PATH,
+        "train",
+        NUMBERS4,
+        QUANTITATIVE_TARGET,
+        [numbers_path("train"), NUMBERS2_PATH, NUMBERS3_PATH],
+        id="numbers4",
     ),
 ]
 LATER_ARGS = ("path", "split", "documented", "target", "before")

@@ -101,6 +101,10 @@ _FASTER = re.compile(r"\)?\s*(?:\([^()]{1,20}\)\s*)?(?:faster|quicker)\b", _I)
 _COMPARATIVE = re.compile(
     r"\s*(?:less|fewer|lower|smaller|cheaper|higher|more|larger|reduced|increased|improved)\s+", _I
 )
+_FOR_BOTH = re.compile(
+    r"\s+for\s+both\s+(?:the\s+)?", _I
+)  # "a drop of 1 point for both UAS and LAS"
+_IN_TERMS_AFTER = re.compile(r"[^,;:()]{0,60}?\bin\s+terms\s+of\s+(?:the\s+|its\s+)?", _I)
 _OBJECT = re.compile(r"\s+(?:in|of)\s+(?:terms\s+of\s+)?(?:the\s+)?", _I)
 _OF_BEFORE = re.compile(
     r"\s+(?:of|=|:|is|was|reaches|reached|at|of\s+at\s+least|of\s+up\s+to|of\s+over)\s*"
@@ -109,7 +113,8 @@ _OF_BEFORE = re.compile(
     _I,
 )
 _BY_BEFORE = re.compile(
-    r"\s+by\s+(?:about\s+|around\s+|over\s+|more\s+than\s+|up\s+to\s+|nearly\s+|almost\s+"
+    r"\s+by\s+(?:about\s+|around\s+|over\s+|more\s+than\s+|up\s+to\s+|as\s+much\s+as\s+"
+    r"|nearly\s+|almost\s+"
     r"|roughly\s+|an?\s+(?:average\s+|overall\s+)?(?:factor\s+)?of\s+|[~∼≈]\s?)*$",
     _I,
 )
@@ -143,6 +148,19 @@ _SPEED = re.compile(r"\b(?:faster|speed|speeds|accelerat\w*)\b", _I)
 _BEAT_BY = re.compile(r"\b(?:outperform\w*|surpass\w*|beat\w*|exceed\w*)\b[^;]*\bby\s+\S*$", _I)
 _AND_BY = re.compile(r"\b(?:and|or)\s+(?:by\s+|to\s+|of\s+)?(?:about\s+|up\s+to\s+|[~∼≈]\s?)?$", _I)
 _ADVERB_BEFORE = re.compile(r"\baccurate(?:ly)?\s*\(?\s*[~∼≈]?\s*$", _I)
+_THAN_AFTER = re.compile(
+    r"\s*(?:higher|lower|better|worse|greater|smaller|larger|more|less|fewer)\s+than\b", _I
+)
+_DEGREE_TAIL = re.compile(
+    r"\s*(?:nearly|about|around|roughly|approximately|almost|over|only|just|[~∼≈])\s*$", _I
+)
+_MODEL_NOUNS = _words(
+    """ours model models method methods approach approaches network networks system systems
+    algorithm algorithms agent agents framework architecture architectures"""
+)
+_CHANGE_QUALIFIERS = _words("absolute relative average overall total net mean")
+_ARTICLES = _words("a an the its their our")
+_CLAUSE_BREAK = re.compile(r";|\b(?:while|whereas|but|which)\b", _I)
 _DETERMINER = re.compile(r"(?:the|a|an|its|their|our|this|these|both)\s+", _I)
 
 
@@ -170,6 +188,8 @@ def quantitative_metric(
         if named:
             return named
     named = _after_number(s, hit) or _paren_name(s, hit)
+    if named and previous and tail is None and _bare_change(named):
+        return previous  # "an accuracy of 83.7%, a 2.1% absolute improvement over X"
     if named:
         return named
     if hit.unit == "x" and _COMPARED_AFTER.match(s, hit.end):
@@ -181,7 +201,12 @@ def quantitative_metric(
             _phrase_back(before[: passive.start()] if passive else before)
         )
     else:
-        named = _before_of(before, s, hit) or _by_change(before)
+        named = (
+            _before_of(before, s, hit)
+            or _by_change(before)
+            or _by_change_across(s, hit)
+            or _subject_of_comparative(s, hit, before)
+        )
         if named is None and _ADVERB_BEFORE.search(before):
             named = "accuracy"  # "probes can accurately (~90%) distinguish"
     named = named or _of_phrase(s, hit) or _known_metric(before)
@@ -191,9 +216,9 @@ def quantitative_metric(
         named = _known_metric(s[: hit.start])  # "73% Top-5 accuracy, outperforming A by 28%"
     if named is None and _AND_BY.search(before):
         named = previous  # "by 19% over A and by 9% over B"
-    if named and previous and tail is None and _CHANGE_NOUN.fullmatch(named):
-        # "a METEOR score of 0.31, which is an improvement of 0.6": the change is in the
-        # metric of the result before it
+    if named and previous and tail is None and _bare_change(named):
+        # "a METEOR score of 0.31, which is an improvement of 0.6", "an accuracy of 83.7%, a
+        # 2.1% absolute improvement": the change is in the metric of the result before it
         return previous
     return named or list_previous
 
@@ -218,6 +243,11 @@ def _after_number(s: str, hit: Hit) -> str | None:
     words, stop = _phrase_words(s, comp.end() if comp else hit.end)
     if not words:
         return None
+    if comp and len(words) == 1 and not _named_quantity(words[0]):
+        terms = _IN_TERMS_AFTER.match(s, stop)  # "88.6% less complex than X in terms of FLOPS"
+        named = _phrase_words(s, terms.end())[0] if terms else []
+        if named:
+            return _name(named)
     if len(words) == 1 and _VERB_OF_SUBJECT.match(s, stop) and not _named_quantity(words[0]):
         return None  # "61% found that ...", "72.5% preferred our model": the number is a subject
     if _CHANGE_NOUN.fullmatch(words[-1]):
@@ -227,6 +257,12 @@ def _after_number(s: str, hit: Hit) -> str | None:
             if inner and _metric_like(inner):
                 return _name(inner)
     return _name(words)
+
+
+def _bare_change(name: str) -> bool:
+    """A change noun with at most a degree qualifier ('improvement', 'absolute improvement')."""
+    *mods, last = name.split()
+    return bool(_CHANGE_NOUN.fullmatch(last)) and all(w.lower() in _CHANGE_QUALIFIERS for w in mods)
 
 
 def _named_quantity(word: str) -> bool:
@@ -328,8 +364,14 @@ def _before_of(before: str, s: str = "", hit: Hit | None = None) -> str | None:
             return _name(words)
         return None
     words = _phrase_back(_ACRONYM_TAIL.sub("", before[: m.start()]))
+    if (
+        words
+        and words[-1].lower() in _MODEL_NOUNS
+        and not m.group(0).strip().startswith(("of", "="))
+    ):
+        return None  # "our model reaches 75.1%": the subject is the model, not a metric
     if words and hit is not None and _CHANGE_NOUN.fullmatch(words[-1]):
-        obj = _OBJECT.match(s, hit.end)
+        obj = _OBJECT.match(s, hit.end) or _FOR_BOTH.match(s, hit.end)
         if obj:
             inner = _phrase_words(s, obj.end())[0]
             if inner:
@@ -357,6 +399,30 @@ def _by_change(before: str) -> str | None:
         return None  # without "by", only a change verb's object names the metric
     passive = _PASSIVE_CHANGE.search(head)
     return _name(_phrase_back(head[: passive.start()])) if passive else None
+
+
+def _by_change_across(s: str, hit: Hit) -> str | None:
+    """'accelerates the inference speed of A (1.0), B and C by 1.87x': the change verb before a
+    list of names whose commas cut the clause (not across ';' or a 'while'/'but' clause)."""
+    start = max(0, hit.start - 150)
+    if not _BY_BEFORE.search(s, start, hit.start):
+        return None
+    for m in _CLAUSE_BREAK.finditer(s, start, hit.start):
+        start = m.end()
+    return _by_change(s[start : hit.start])
+
+
+def _subject_of_comparative(s: str, hit: Hit, before: str) -> str | None:
+    """'achieves a signal-to-distortion ratio (SDR) nearly 2.2 points higher than X': the noun
+    phrase the number makes higher or lower, after its determiner."""
+    if not _THAN_AFTER.match(s, hit.end):
+        return None
+    head = _ACRONYM_TAIL.sub("", _DEGREE_TAIL.sub("", before))
+    words = _phrase_back(head)
+    rest = head[: len(head.rstrip())].split()
+    if not words or len(rest) <= len(words) or rest[-len(words) - 1].lower() not in _ARTICLES:
+        return None
+    return _name(words)
 
 
 def _verb_object(before: str) -> str | None:
@@ -401,7 +467,10 @@ def _known_metric(before: str) -> str | None:
 def _name(words: list[str]) -> str | None:
     """Words joined as a metric name, plural metric heads folded ('accuracies' -> 'accuracy')."""
     # "5% relative to X", "96% of the samples generated by": not part of the name
-    while words and (words[-1].lower() in {"relative", "per", "of"} or words[-1].endswith("ed")):
+    while words and (
+        words[-1].lower() in {"relative", "per", "of"}
+        or (words[-1].endswith("ed") and not words[-1].endswith("eed"))  # not "speed"
+    ):
         words = words[:-1]
     name = " ".join(words).strip(" -/")
     if not any(c.isalpha() for c in name):

@@ -83,11 +83,11 @@ def _blank_math(m: re.Match[str]) -> str:
 # --- units -----------------------------------------------------------------------------------
 
 _JUNK_TOKEN = ("://", "www.", "$", "=", "^", "_", "{", "}", "\\frac")
-_PERCENT = re.compile(r"\s?\\?%|\s+per\s?cent\b(?![\s-]*(?:age\s+)?points?)", _I)
+_PERCENT = re.compile(r"(?:\s|\\,|~)?\\?%|\s+per\s?cent\b(?![\s-]*(?:age\s+)?points?)", _I)
 _POINTS = re.compile(
     r"\s?(?:pp\b|p\.p\.|percentage[\s-]points?\b|per\s?cent(?:age)?[\s-]points?\b)", _I
 )
-_TIMES = re.compile(r"\s?[x×X](?![\w])|\s+times\b|-?fold\b", _I)
+_TIMES = re.compile(r"\s?×|\s?[xX](?![\w])|\s+times\b|-?fold\b", _I)  # "4.45×speed up"
 _RATIO_UNITS = {"%", "pp", "x", "points"}
 _MEASURE = re.compile(
     r"\s(?P<unit>ms|s|sec|secs|seconds?|minutes?|min|hours?|h|days?|GB|MB|TB|GiB|MiB|GPU[- ]hours?)\b"
@@ -99,6 +99,12 @@ _METRIC_UNIT = re.compile(
 )
 _MEASURE_CUE = re.compile(
     r"reduc|\bcut|lower|faster|speed|latency|\btimes?\b|memory|down\b|sav", _I
+)
+# "367 ms latency on a Pixel 3 phone": a measured cost named after its unit.
+_COST_AFTER = re.compile(
+    r"\s+(?:(?:inference|decoding|end-to-end|average|mean|per-\w+)\s+)?(?:latency|run-?time"
+    r"|inference\s+time|overhead)\b(?!\s+(?:budgets?|constraints?|targets?|limits?|requirements?))",
+    _I,
 )
 _PLAIN_POINTS = re.compile(r"\s+(?:points?|pts)\b", _I)
 _COUNT_RESULT = re.compile(r"\s+(?P<unit>moves)\b", _I)  # "solves it in 30 moves"
@@ -122,6 +128,10 @@ _SETTING_BEFORE = re.compile(
     r"\s+(?:of\s+|above\s+|below\s+|over\s+|under\s+|up\s+to\s+|at\s+|as\s+high\s+as\s+"
     r"|ranging\s+from\s+|from\s+|between\s+|=\s*|is\s+|was\s+)*(?:only\s+)?[~∼≈]?\s?$",
     _I,
+)
+_CONFIDENCE_AFTER = re.compile(r"\s+(?:confidence|credible|significance)\b|\s+CIs?\b", _I)
+_INTERVAL_BEFORE = re.compile(
+    r"\b(?:(?:confidence|credible)\s+intervals?|CI)\s*(?:of\s+|:\s*|=\s*|is\s+)?[\[(]?\s*$", _I
 )
 # A value the result depends on, not one it reaches: "over 98% is needed", "are required".
 _NEEDED_AFTER = re.compile(
@@ -154,6 +164,37 @@ _COMPRESS_TO = re.compile(
 _COMPARED_AFTER = re.compile(
     r"\s*(?:\w+\s+){0,2}?(?:compared\s+(?:to|with)|relative\s+to|than|of\s+the\s+baseline)", _I
 )
+# "a 5 times larger network", "a 10x bigger dataset": the size of what an experiment used.
+_SIZE_AFTER = re.compile(
+    r"\s*(?:larger|bigger|deeper|wider|longer)\s+(?:[\w-]+\s+)?(?:networks?|models?"
+    r"|architectures?|datasets?|corpora|corpus|batch(?:es)?|budgets?|vocabular(?:y|ies))\b",
+    _I,
+)
+# "performs at par with ResNet-18, using less than 25% of the parameters": a bounded share of
+# the model's own cost after a match or comparison is an outcome, not the design.
+_COST_SHARE_BEFORE = re.compile(
+    r"\b(?:using|uses|use|requiring|requires|needing|needs|with)\s+(?:only\s+|just\s+|merely\s+"
+    r"|less\s+than\s+|fewer\s+than\s+|under\s+|at\s+most\s+)+[~∼≈]?\s?$",
+    _I,
+)
+_COST_SHARE_AFTER = re.compile(
+    r"\s+of\s+(?:the\s+|its\s+|their\s+)?(?:[\w-]+\s+){0,2}?(?:parameters|weights|FLOPs"
+    r"|computation|compute|memory)\b",
+    _I,
+)
+_MATCH_BEFORE = re.compile(
+    r"\b(?:at[- ]par|on[- ]par|match\w*|comparable|competitive|similar|same|equal\w*|rival\w*"
+    r"|outperform\w*|surpass\w*|better|higher|beat\w*)\b",
+    _I,
+)
+# "when the epoch budget is increased by a factor of 128": the value a condition sets.
+_WHEN_CHANGED = re.compile(
+    r"\b(?:when|if|once|as)\s+[^,;:()]{0,50}?\b(?:is|are|was|were|gets?)\s+(?:\w+ly\s+)?"
+    r"(?:increased|decreased|reduced|raised|lowered|scaled|set|varied|changed|enlarged"
+    r"|extended|doubled|halved)\s+(?:by|to)\s+(?:about\s+|around\s+|up\s+to\s+)?"
+    r"(?:a\s+factor\s+of\s+)?[~∼≈]?\s?$",
+    _I,
+)
 _CONDITION_WHEN = re.compile(r"\b(?:when|whenever|if|where|once)\b[^,;:()]*$", _I)
 # "0.7% higher accuracy when saving up to 27% energy": what the model saves is an outcome
 # even inside a "when" clause (unlike "when using 10% of the labels").
@@ -163,7 +204,8 @@ _SAVING_WHEN = re.compile(
     _I,
 )
 _MULT_AFTER = re.compile(
-    r"\)?\s*(?:\([^()]{1,20}\)\s*)?(?:faster|speed-?ups?|accelerations?|fewer|less|smaller"
+    r"\)?\s*(?:\([^()]{1,20}\)\s*)?(?:(?:[a-z][\w-]*\s+)?(?:speed[\s-]?ups?|savings?)\b"
+    r"|faster|speed-?ups?|accelerations?|fewer|less|smaller"
     r"|cheaper|lower|reductions?|compression|improvements?|higher|more|better|gains?|increases?"
     r"|throughput|larger|worse|slower|shorter|longer|easier|harder|simpler|quicker|sparser"
     r"|denser|bigger|greater)\b",
@@ -194,8 +236,11 @@ _GAIN_BEFORE = re.compile(
     r"|nearly\s+|almost\s+|roughly\s+|around\s+)?[~∼≈]?\s?$",
     _I,
 )
-_RANGE = re.compile(r"\s?(?:[-–−]|to)\s?(?=\d)")
+_RANGE = re.compile(r"\s?(?:[-–−]|to)\s?\+?(?=\d)")  # "4-13x", "+1.8% to +4.4%"
 _FROM = re.compile(r"\bfrom\s+(?:about\s+|around\s+)?[+~∼≈]?$", _I)
+_ASIDE = re.compile(r"\s*\([^()]{1,30}\)")
+_BETWEEN = re.compile(r"\bbetween\s+[+~∼≈]?$", _I)
+_AND_SECOND = re.compile(r"\s+and\s+[+~∼≈]?(?P<n>\d+(?:,\d{3})*(?:\.\d+)?)")
 _TO = re.compile(
     r"\s+(?:down\s+|up\s+)?to\s+(?:about\s+|around\s+|only\s+|just\s+|over\s+|more\s+than\s+"
     r"|nearly\s+|almost\s+|above\s+|below\s+|under\s+)?[+~∼≈]?",
@@ -223,18 +268,20 @@ _DATA_AFTER = re.compile(
     r"|demonstrations?|data|training|queries|annotations?)\b",
     _I,
 )
+# Between "68.3% accuracy" and "53.9% certified robustness": a metric phrase and "and".
+_METRIC_AND = re.compile(r"(?:\s+[A-Za-z][\w-]*){1,3}\s*(?:,\s*(?:and\s+|or\s+)?|\s(?:and|or)\s+)")
 _COORDINATED = re.compile(r"(?:\band|\bor|,)\s*[~∼≈]?\s?$", _I)
 _BEAT = re.compile(r"\b(?:beat|beats|outperform\w*|surpass\w*|exceed\w*|lead\w*)\b", _I)
 _RESPECTIVELY = re.compile(r"\s*,?\s*respectively\b", _I)
 _IN_TERMS = re.compile(r"\s+in(?:\s+terms\s+of)?(?=\s)", _I)  # "up to 84 in F1-score"
 _BY_BEFORE = re.compile(r"\bby\s+(?:about\s+|around\s+|over\s+|more\s+than\s+|up\s+to\s+)?$", _I)
 _LIST_GAP = re.compile(
-    r"\s*(?:(?:on|in|for)\s+(?:the\s+)?[A-Z][^,;:()]{0,30}?\s*)?(?:,\s*(?:and\s+|or\s+)?|(?:and|or)\s+"
-    r"(?:by\s+|on\s+)?|/\s*)"
+    r"\s*(?:(?:on|in|for)\s+(?:the\s+)?[A-Z][^,;:()]{0,45}?\s*)?(?:,\s*(?:and\s+|or\s+)?|(?:and|or)\s+"
+    r"(?:by\s+|on\s+)?|/\s*)-?"  # "+1.0%, -0.27% and -0.08%": a hyphen as a sign
 )
 # A baseline's own number: "the baseline's 3.46%", "compared to 3.46%", "(vs. 3.46%)".
 _BASELINE_BEFORE = re.compile(
-    r"(?:\bbaselines?'?s?|\bbaselines'|\bcompared\s+(?:to|with)|\bversus|\bvs\.?|\bagainst"
+    r"(?:\bbaselines?'?s?|\bbaselines'|\bcompared\s+(?:to|with)|\bversus|\bvs\.?|\bv/s|\bagainst"
     r"|\bin\s+contrast\s+to|\bas\s+opposed\s+to|\b(?:improvements?|gains?)\s+over\s+(?=only|just)"
     r"|\bprevious(?:ly)?|\bprior|\bexisting|\b(?:prior|previous|existing)\s+(?:work|works|methods?"
     r"|approaches|art|best|sota|state[- ]of[- ]the[- ]art)(?:'s)?)\s*\(?\s*(?:the\s+|a\s+|an\s+"
@@ -247,6 +294,41 @@ _BASELINE_VALUE = re.compile(
     r"\b(?:over|compared\s+(?:to|with)|versus|vs\.?|against|than|in\s+contrast\s+to)\s+(?:the\s+)?"
     r"(?:[\w-]+\s+){0,2}?(?:previous|prior|existing|earlier|best|state[- ]of[- ]the[- ]art|sota)"
     r"\b[^,;:()]{0,40}?\b(?:of|at|is|was)\s+(?:only\s+|about\s+|around\s+|[~∼≈]\s?)?$",
+    _I,
+)
+# "from an overall baseline mortality rate of 13.3%", "a full precision reference accuracy of
+# 69.76%": the value of the reference a result is measured against.
+_REFERENCE_VALUE = re.compile(
+    r"\b(?:from\s+(?:the\s+|an?\s+)?(?:[\w-]+\s+)?baseline|reference|full[- ]precision"
+    r"|uncompressed|unpruned|teacher(?:'s)?|baseline(?:'s)?)\s+(?:[\w-]+\s+){0,3}?"
+    r"(?:accuracy|error(?:\s+rate)?|rate|score|performance|perplexity|BLEU|F1)\s+(?:of|at|is|was)\s+"
+    r"(?:only\s+|about\s+|around\s+|[~∼≈]\s?)?$",
+    _I,
+)
+# "superior to StyleGAN without truncation (19.0%)": a bare number in parentheses right after
+# the model a result is compared with is that model's own number.
+_PAREN_BASELINE = re.compile(
+    r"\b(?:than|superior\s+to|inferior\s+to|compared\s+(?:to|with)|relative\s+to|over|versus"
+    r"|vs\.?|against|outperform\w*|surpass\w*|beat\w*|exceed\w*)\s+[^,;:()]{1,50}?\(\s*"
+    r"(?:only\s+|just\s+|[~∼≈]\s?)?$",
+    _I,
+)
+_PAREN_CLOSE = re.compile(r"\s*\)")
+# "the baseline trained with 50% more data": how the point of comparison was trained.
+_TRAINED_WITH = re.compile(
+    r"\b(?:baselines?|teachers?)\s+(?:(?:pre-?|fine-?)?trained|learned)\s+(?:on|with|using)\s+"
+    r"(?:only\s+|just\s+|[~∼≈]\s?)?$",
+    _I,
+)
+_WHEN_WORDS = ("when", "if ", "once", "as ")  # cheap gates for the regexes they start
+_REFERENCE_WORDS = ("baseline", "reference", "precision", "uncompressed", "unpruned", "teacher")
+_CONTRAST_WORDS = ("unlike", "contrary", "contrast", "opposed")
+_VERSUS_AFTER = re.compile(r"\s*(?:vs\.?|versus|v/s)\s", _I)
+# "contrary to the compression without transfer learning which loses more than 5% accuracy":
+# the number of what ours is contrasted with.
+_CONTRASTED_WITH = re.compile(
+    r"\b(?:contrary\s+to|unlike|in\s+contrast\s+to|as\s+opposed\s+to)\s+[^,;:()]*?"
+    r"(?:,\s*)?\b(?:which|that|who|whose)\b[^,;:()]*$",
     _I,
 )
 _BASELINE_NEEDS = re.compile(r"previous|prior|existing|earlier|best|state|sota", _I)  # a cheap gate
@@ -272,10 +354,11 @@ _OTHERS_CONTRAST = re.compile(
     r"(?:(?:other|existing|previous|prior|competing|conventional|standard|traditional|current"
     r"|state-of-the-art|baseline)\s+[^,;:()]{0,60}?"
     r"|(?:[a-z][\w-]*\s+){0,2}(?:methods|approaches|attacks|models|baselines|algorithms|techniques"
-    r"|systems|networks|tasks|competitors)\b(?:\s+(?:that|which)\s+[^,;:()]{0,60}?)?)"
+    r"|systems|networks|tasks|competitors|teacher|oracle|humans?|annotators?)\b"
+    r"(?:\s+(?:that|which)\s+[^,;:()]{0,60}?)?)"
     r"\s+(?:only\s+|just\s+|still\s+|typically\s+|usually\s+)?"
-    r"(?:yield|have|achieve|reach|obtain|get|attain|score|give|produce|perform|suffer|remain"
-    r"|lag|stay)\b",
+    r"(?:yield|have|has|achieve|reach|obtain|get|attain|score|give|produce|perform|suffer|remain"
+    r"|lag|stay)(?:s|es)?\b",
     _I,
 )
 # A sentence that opens by turning to the point of comparison: its numbers are the others'.
@@ -321,8 +404,17 @@ def scan_numbers(s: str) -> list[Hit]:
     if not items:
         return []
     hits: list[Hit] = []
+    rejected: list[_Item] | None = None  # the list before, when it gave no result
+    others = False  # ... because it is a baseline's own numbers
     for group in _groups(s, items):
-        hits.extend(_group_hits(s, group, len(hits)))
+        if rejected is not None and _METRIC_AND.fullmatch(s, rejected[-1].end, group[0].start):
+            others = others or _is_baseline(s, rejected[0], rejected[-1])
+            if others:  # "the best results of 68.3% accuracy and 53.9% robustness"
+                rejected = group
+                continue
+        found = _group_hits(s, group, len(hits))
+        rejected, others = (None if found else group), False
+        hits.extend(found)
     return hits
 
 
@@ -453,6 +545,7 @@ def _accept(s: str, item: _Item, head: _Item, anchor: _Item) -> Hit | None:
         and item.metric is None
         and not _MEASURE_CUE.search(s, cue_start(s, head.start), head.start)
         and not _MULT_AFTER.match(s, anchor.end)
+        and not _COST_AFTER.match(s, anchor.end)
     ):
         return None  # "80 GB GPUs", "trained for 3 hours": setup unless something got cheaper
     end = item.end
@@ -517,6 +610,11 @@ def _is_setting(s: str, head: _Item, anchor: _Item) -> bool:
     before = s[max(0, head.start - 40) : head.start]
     if _SETTING_BEFORE.search(before) or _COMPRESS_TO.search(before):
         return True
+    window = s[max(0, head.start - 100) : head.start]
+    if _has_any(window.lower(), _WHEN_WORDS) and _WHEN_CHANGED.search(window):
+        return True
+    if _CONFIDENCE_AFTER.match(s, anchor.end) or _INTERVAL_BEFORE.search(before):
+        return True  # "with 95% confidence", "(95% confidence interval 79-83%)": statistics
     if _NEEDED_AFTER.match(s, anchor.end):
         return True  # "a success rate of over 98% is needed for them to ...": a requirement
     if (
@@ -527,23 +625,68 @@ def _is_setting(s: str, head: _Item, anchor: _Item) -> bool:
         return True  # "when the error rates are 10% and 30%": a condition
     if anchor.unit not in {"%", "x", "pp"} or anchor.metric is not None:
         return False  # a measure or metric unit ("at 3.83 MOS") is not a share of the data
+    if _cost_share(s, head, anchor, before):
+        return False
     after_mult = _MULT_AFTER.match(s, anchor.end) or _CHANGE_AFTER.match(s, anchor.end)
-    if _CONDITION_BEFORE.search(before) and not after_mult:
-        return True
+    condition = _CONDITION_BEFORE.search(before)
+    if condition and (not after_mult or _SIZE_AFTER.match(s, anchor.end)):
+        # "using only 10% of the data", "using a 5 times larger network"; but what a model
+        # keeps of a metric is an outcome ("keeps 55% accuracy")
+        kept = condition.group(0).lower().startswith("keep") and METRIC_AFTER.match(s, anchor.end)
+        return not kept
     setting = _SETTING_AFTER.match(s, anchor.end)
     if setting is None or after_mult or _COMPARED_AFTER.match(s, setting.end()):
         return False  # "uses only 18.2% of parameters compared to the LSTM": a result
     return bool(_CONDITION_CLAUSE.search(before))  # "using 10% of the labels", not "defend 96%"
 
 
+def _has_any(text: str, words: tuple[str, ...]) -> bool:
+    """claim_text.contains_any (which imports this module): a loop, faster than any()."""
+    for word in words:  # noqa: SIM110
+        if word in text:
+            return True
+    return False
+
+
+def _cost_share(s: str, head: _Item, anchor: _Item, before: str) -> bool:
+    """'matches ResNet-18 using less than 25% of the parameters': a bounded share of the
+    model's cost, after a match or comparison earlier in the sentence."""
+    if not (_COST_SHARE_BEFORE.search(before) and _COST_SHARE_AFTER.match(s, anchor.end)):
+        return False
+    return bool(_MATCH_BEFORE.search(s, 0, head.start))
+
+
 def _is_baseline(s: str, head: _Item, anchor: _Item) -> bool:
     """A baseline's own number, not the paper's result."""
     before = s[max(0, head.start - 40) : head.start]
     if _BASELINE_BEFORE.search(before):
-        # "better than the previous SOTA (29.7% improvement ...)": the gain, not its number
+        # "better than the previous SOTA (29.7% improvement ...)": the gain, not its number;
+        # "matches the baseline (76.1% vs 76.3%)": the first of a pair is ours
         gain = _CHANGE_AFTER.match(s, anchor.end) or _MULT_AFTER.match(s, anchor.end)
-        return not (gain and before.rstrip().endswith("("))
+        ours = gain or _VERSUS_AFTER.match(s, anchor.end)
+        return not (ours and before.rstrip().endswith("("))
     if _BY_OTHERS_AFTER.match(s, anchor.end):
+        return True
+    if (
+        not head.pair
+        and head.value[0] not in "+−-"
+        and "(" in s[max(0, head.start - 10) : head.start]
+        and _PAREN_CLOSE.match(s, anchor.end)
+        and _PAREN_BASELINE.search(s, max(0, head.start - 70), head.start)
+    ):
+        return True  # "outperforms X (19.0%)"; a signed gain "(+3.2%)" stays ours
+    low = s[max(0, head.start - 150) : head.start].lower()
+    if _has_any(low[-90:], _REFERENCE_WORDS) and (
+        _REFERENCE_VALUE.search(s, max(0, head.start - 90), head.start)
+        or _TRAINED_WITH.search(s, max(0, head.start - 60), head.start)
+    ):
+        return True
+    contrast = (
+        _CONTRASTED_WITH.search(s, max(0, head.start - 150), head.start)
+        if _has_any(low, _CONTRAST_WORDS)
+        else None
+    )
+    if contrast and not _FIRST_PERSON.search(s, contrast.start(), head.start):
         return True
     window = s[max(0, head.start - 90) : head.start]
     if _BASELINE_NEEDS.search(window) and _BASELINE_VALUE.search(window):
@@ -592,6 +735,10 @@ def junk_number(s: str, a: int, b: int) -> bool:
     after = s[b + 1] if b + 1 < len(s) else " "
     if prev in "-+" and before.isalnum():
         return True
+    if prev == "<" and not before.isalnum() and (nxt in "%×" or s.startswith(" %", b)):
+        return False  # "<4% runtime overhead"
+    if prev == "/" and before in "%x×":
+        return False  # "2×/1.3× latency/energy saving", "5%/3%": a pair of results
     if prev in "@^_{/=*<\\'’":
         return True
     if nxt in "^_}/=*'’" or (nxt == "+" and after.isdigit()):
@@ -653,9 +800,20 @@ def _pair_or_range(s: str, m: re.Match[str]) -> _Item | None:
                     start, second.start(), second.end(), end2, second.group(0), unit2, metric2,
                     True,
                 )  # fmt: skip
+    between = _BETWEEN.search(s, max(0, m.start() - 20), m.start())
+    if between and unit in _RATIO_UNITS:
+        second = _AND_SECOND.match(s, end)  # "between 2x and 5x faster": one range, value 5
+        if second and not junk_number(s, second.start("n"), second.end("n")):
+            unit2, end2, metric2 = unit_at(s, second.end("n"))
+            if unit2 == unit:
+                return _Item(
+                    between.start(), second.start("n"), second.end("n"), end2, second.group("n"),
+                    unit, metric2, True,
+                )  # fmt: skip
     if not _FROM.search(s, max(0, m.start() - 20), m.start()):
         return None
-    to = _TO.match(s, end)
+    aside = _ASIDE.match(s, end)  # "from 76.2% (baseline) to 78.0%"
+    to = _TO.match(s, aside.end() if aside else end)
     second = NUMBER_RE.match(s, to.end()) if to else None
     if second is None or junk_number(s, second.start(), second.end()):
         return None

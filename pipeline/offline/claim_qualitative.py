@@ -289,6 +289,12 @@ COORDINATOR = re.compile(r",?\s+(?:and|but)\s+(?:also\s+|even\s+|still\s+)?|;\s*
 
 _AS_WELL_AS = re.compile(r",\s+as\s+well\s+as\s+", _I)
 
+# "Besides outperforming X, our model matches Y using 25% of ...": the opening phrase is a result
+# of its own, cut from the numbers' one at its comma.
+_BESIDES = re.compile(
+    r"(?:besides|in\s+addition\s+to|apart\s+from|aside\s+from)\s+\w+ing\b[^,;:()]*,", _I
+)
+
 _INTRANSITIVE = re.compile(r"\s*(?:[,.;:)]|$|(?:to|with|as|when|from)\b)", _I)
 
 _OBJECT_TRIGGER = re.compile(r"improv|enhanc|boost|reduc|increas|superior|accelerat")
@@ -354,6 +360,11 @@ def _beside(
             a = cut.end()
         if pos < ta < b:
             cut = COORDINATOR.search(s, pos, ta)
+            lead = LEADING_JUNK.match(s, a)
+            opener = _BESIDES.match(s, lead.end() if lead else a) if cut is None else None
+            if opener is not None and pos < opener.end() <= ta:
+                b = opener.end() - 1
+                continue
             if cut is None:
                 return None  # "X significantly improves Y, achieving 5%": the numbers are it (C12)
             b = cut.start()
