@@ -860,6 +860,15 @@ def test_a_compression_technique_beside_model_compression_needs_one_mention(
         ),
         ("The acoustic front end reads a mel spectrogram and predicts phonemes.", "speech-audio"),
         ("Learning from mislabeled examples and corrupted labels.", "label-noise"),
+        (
+            "Unpaired image-to-image mapping keeps the content of each photo.",
+            "style-transfer",
+        ),
+        (
+            "An explainable model of the classifier's decisions for loan officers.",
+            "interpretability",
+        ),
+        ("A transformer that generates music one note at a time.", "speech-audio"),
     ],
 )
 def test_offline_synonyms_of_missed_concepts(text: str, tag: str, tax: Taxonomy) -> None:
@@ -897,3 +906,10 @@ def test_adversarial_imitation_is_imitation_learning_not_a_gan(tax: Taxonomy) ->
     text = "Generative adversarial imitation learning (GAIL) recovers the expert's policy."
     tags = match_tags(text, tax)[0]
     assert "imitation-learning" in tags and "generative-adversarial-networks" not in tags
+
+
+def test_mobile_devices_mean_efficiency_only_with_a_compute_cue(tax: Taxonomy) -> None:
+    touch = "Touch input on mobile devices is limited; we add buttons to a smartphone case."
+    assert "efficiency" not in match_tags(touch, tax)[0]
+    fast = "Our network runs on mobile devices: its inference latency drops by half."
+    assert "efficiency" in match_tags(fast, tax)[0]

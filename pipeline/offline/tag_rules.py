@@ -59,7 +59,12 @@ WEAK: dict[str, tuple[str, ...]] = {
     "3d-vision": ("multi-view", "3d", "mesh"),
     "societal-impact": ("social media", "regulation"),
     "factual-knowledge": ("memorization", "memorize"),
-    "efficiency": ("speed-up",),
+    "efficiency": (
+        "speed-up",
+        "mobile devices",
+        "edge devices",
+        "embedded devices",
+    ),
     "mathematical-reasoning": ("arithmetic",),
     "social-science-humanities": ("social science",),
     "model-compression": ("compression", "compressing"),
@@ -617,7 +622,16 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "probabilistic graphical model",
     ),
     "hypernetworks-model-merging": ("hypernet",),
-    "fairness": ("racial bias", "race bias", "gender bias", "demographic bias"),
+    "fairness": (
+        "racial bias",
+        "race bias",
+        "gender bias",
+        "demographic bias",
+        "unfairness",
+        "fair representation",
+        "fair classification",
+        "fair machine learning",
+    ),
     "image-classification": ("face recognition", "face verification", "face identification"),
     "optimization-algorithms": (
         "saddle point",
@@ -681,6 +695,8 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "tumor",
         "histopathology",
         "radiotherapy",
+        "dementia",
+        "alzheimer",
     ),
     "planning-decision-making": (
         "scheduling problem",
@@ -711,6 +727,7 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "game ai",
         "mobile game",
         "poker",
+        "game environment",
     ),
     "speech-audio": (
         "acoustic model",
@@ -727,6 +744,7 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "speaker verification",
         "voice conversion",
         "vocoder",
+        "music",
     ),
     "reasoning": ("common sense", "commonsense", "commonsense knowledge"),
     "meta-learning": (
@@ -773,7 +791,12 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "generative adversarial imitation learning",
         "GAIL",
     ),
-    "code-generation": ("code synthesis",),
+    "code-generation": (
+        "code synthesis",
+        "generate code",
+        "generating code",
+        "generates code",
+    ),
     "self-supervised-learning": ("self-supervision",),
     "parameter-efficient-fine-tuning": (
         "parameter-efficient transfer",
@@ -900,7 +923,10 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "open-set classification",
         "unknown classes",
     ),
-    "style-transfer": ("video-to-video translation",),
+    "style-transfer": (
+        "video-to-video translation",
+        "image-to-image",
+    ),
     "uncertainty-quantification": (
         "model uncertainty",
         "data uncertainty",
@@ -977,5 +1003,15 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "weight normalization",
         "batch norm",
         "BatchNorm",
+    ),
+    "interpretability": (
+        "explainable",
+        "explainable model",
+    ),
+    "knowledge-distillation": ("distilling knowledge",),
+    "model-compression": (
+        "compact model",
+        "compact network",
+        "compact neural network",
     ),
 }
