@@ -656,6 +656,7 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "graph generative model",
         "graph signal processing",
         "dynamic graph",
+        "graph embedding",
     ),
     "robotics-control": (
         "system identification",
@@ -679,6 +680,7 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "communication compression",
         "model parallelism",
         "parallelism",
+        "straggler",
     ),
     "document-understanding": ("spreadsheet",),
     "healthcare-medicine": (
@@ -745,6 +747,7 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "voice conversion",
         "vocoder",
         "music",
+        "sound event",
     ),
     "reasoning": ("common sense", "commonsense", "commonsense knowledge"),
     "meta-learning": (
@@ -965,6 +968,8 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "labeled and unlabeled",
         "multiple instance learning",
         "multi-instance learning",
+        "positive-unlabeled",
+        "PU learning",
     ),
     "word-embeddings": (
         "sentence representation",
@@ -1013,5 +1018,9 @@ EXTRA_SYNONYMS: dict[str, tuple[str, ...]] = {
         "compact model",
         "compact network",
         "compact neural network",
+    ),
+    "time-series": (
+        "temporal point process",
+        "hawkes process",
     ),
 }
