@@ -107,3 +107,24 @@ def test_bootstrap_over_abstracts_is_seeded_and_brackets_the_micro_rate():
     full = {k: {"hit": 2, "of": 2} for k in counts}
     assert bootstrap_rates(full, rates, 100, seed=1)["share"] == (1.0, 1.0)
     assert bootstrap_rates(counts, rates, 0, seed=1) == {}
+
+
+def test_exact_interval_holds_for_gold_sets_of_thousands():
+    # comb(n, i) as a float overflows past n ~ 1,000: a 2,000-tag gold set must still score.
+    low, high = interval95(1900, 2000)
+    half = 1.96 * (0.95 * 0.05 / 2000) ** 0.5  # the normal approximation is good at this size
+    assert low == pytest.approx(0.95 - half, abs=0.003)
+    assert high == pytest.approx(0.95 + half, abs=0.003)
+    assert interval95(0, 5000)[0] == 0.0 and interval95(5000, 5000)[1] == 1.0
+
+
+def test_binomial_cdf_equals_the_exact_sum_on_small_sets():
+    import math
+
+    from pipeline.evaluation.intervals import _binom_cdf
+
+    for n in (1, 7, 60):
+        for k in range(n + 1):
+            for p in (0.02, 0.5, 0.9):
+                exact = sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
+                assert _binom_cdf(k, n, p) == pytest.approx(exact, abs=1e-12)

@@ -12,7 +12,19 @@ Rate = Callable[[Mapping[str, int]], tuple[int, int]]
 
 
 def _binom_cdf(k: int, n: int, p: float) -> float:
-    return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
+    """P(X <= k) for X ~ Binomial(n, p), term by term in log space (comb(n, i) overflows a
+    float past n ~ 1,000; each term is at most 1, so exp never overflows)."""
+    if p <= 0.0:
+        return 1.0
+    if p >= 1.0:
+        return 1.0 if k >= n else 0.0
+    log_term = n * math.log1p(-p)  # log P(X = 0)
+    log_odds = math.log(p) - math.log1p(-p)
+    total = 0.0
+    for i in range(k + 1):
+        total += math.exp(log_term)
+        log_term += math.log((n - i) / (i + 1)) + log_odds if i < n else 0.0
+    return min(total, 1.0)
 
 
 def clopper_pearson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
