@@ -26,7 +26,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from bench.common import digest_cmd, machine_note, md_table, run_child
-from bench.gold_agreement import claims_agreement, load_claims_gold, tags_scores
+from bench.gold_agreement import (
+    CLAIMS_GOLD,
+    DATA,
+    TAGS_GOLD,
+    claims_agreement,
+    load_claims_gold,
+    tags_scores,
+)
 from pipeline.evaluation.intervals import bootstrap_rates, interval95
 from pipeline.evaluation.rouge import paper_scores
 from pipeline.evaluation.tags_eval import load_tags_gold
@@ -34,17 +41,13 @@ from pipeline.evaluation.tasks import read_scitldr
 from pipeline.text import text_hash
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DATA = REPO_ROOT / "tests" / "data"
 SCITLDR_DEV = [
     REPO_ROOT.parent / "shared" / "data" / "scitldr" / "dev.jsonl",
     REPO_ROOT.parents[1] / "shared" / "data" / "scitldr" / "dev.jsonl",
 ]
-CLAIMS_SETS = {
-    "dev": (DATA / "claims_gold_dev.jsonl", DATA / "claims_gold_dev_numbers.jsonl"),
-    "dev2": (DATA / "claims_gold_dev2_numbers.jsonl",),
-}
-QUALITATIVE_SET = (DATA / "claims_gold_dev.jsonl",)
-TAGS_SETS = {"dev": (DATA / "tags_gold_dev.jsonl",), "dev2": (DATA / "tags_gold_dev2.jsonl",)}
+CLAIMS_SETS = {"dev": CLAIMS_GOLD, "dev2": (DATA / "claims_gold_dev2_numbers.jsonl",)}
+QUALITATIVE_SET = CLAIMS_GOLD[:1]  # the dev base file
+TAGS_SETS = {"dev": (TAGS_GOLD,), "dev2": (DATA / "tags_gold_dev2.jsonl",)}
 TARGETS = {
     "TL;DR ROUGE-1 best-ref": 0.445,
     "quantitative precision": 0.95,

@@ -226,33 +226,39 @@ def _quantitative(records: list[dict]) -> int:
     return sum(c["kind"] == "quantitative" for r in records for c in r["claims"])
 
 
-@pytest.mark.parametrize("split", SPLITS)
-def test_numbers_supplement_is_valid_and_has_the_documented_counts(split):
-    records = read_gold(numbers_path(split))
+def _supplement_counts(records: list[dict], split: str) -> tuple[int, int, int, int]:
+    """Checks every numbers supplement shares; (abstracts, quantitative, qualitative, empty)."""
     assert gold_problems(records) == []
     for record in records:
         assert set(record) == {"id", "source", "abstract", "claims"}
         assert record["source"].startswith(f"scitldr-{split}#")
-        assert record["id"] == text_hash(record["abstract"])
         assert re.search(r"[0-9]", record["abstract"]), "only digit-bearing abstracts are drawn"
         for claim in record["claims"]:
             assert set(claim) == CLAIM_KEYS, record["source"]
             assert claim["evidence"] in record["abstract"], "evidence is an exact substring"
-            assert claim["metric"] is None or claim["metric"].strip()
-            assert isinstance(claim["metric_ok"], list)
             assert all(isinstance(m, str) and m.strip() for m in claim["metric_ok"])
             assert claim["metric"] not in claim["metric_ok"]
             assert claim["statement"].strip()
             if claim["kind"] == "qualitative":
                 assert claim["unit"] is None
     claims = [c for r in records for c in r["claims"]]
-    counts = (
+    return (
         len(records),
         sum(c["kind"] == "quantitative" for c in claims),
         sum(c["kind"] == "qualitative" for c in claims),
         sum(not r["claims"] for r in records),
     )
-    assert counts == NUMBERS[split]
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_numbers_supplement_is_valid_and_has_the_documented_counts(split):
+    records = read_gold(numbers_path(split))
+    for record in records:
+        assert record["id"] == text_hash(record["abstract"])
+        for claim in record["claims"]:
+            assert claim["metric"] is None or claim["metric"].strip()
+            assert isinstance(claim["metric_ok"], list)
+    assert _supplement_counts(records, split) == NUMBERS[split]
 
 
 @pytest.mark.parametrize("split", SPLITS)
@@ -341,27 +347,7 @@ def test_later_numbers_supplement_is_valid_and_has_the_documented_counts(
     path, split, documented, target, before
 ):
     records = read_gold(path)
-    assert gold_problems(records) == []
-    for record in records:
-        assert set(record) == {"id", "source", "abstract", "claims"}
-        assert record["source"].startswith(f"scitldr-{split}#")
-        assert re.search(r"[0-9]", record["abstract"]), "only digit-bearing abstracts are drawn"
-        for claim in record["claims"]:
-            assert set(claim) == CLAIM_KEYS, record["source"]
-            assert claim["evidence"] in record["abstract"], "evidence is an exact substring"
-            assert claim["metric"] not in claim["metric_ok"]
-            assert all(isinstance(m, str) and m.strip() for m in claim["metric_ok"])
-            assert claim["statement"].strip()
-            if claim["kind"] == "qualitative":
-                assert claim["unit"] is None
-    claims = [c for r in records for c in r["claims"]]
-    counts = (
-        len(records),
-        sum(c["kind"] == "quantitative" for c in claims),
-        sum(c["kind"] == "qualitative" for c in claims),
-        sum(not r["claims"] for r in records),
-    )
-    assert counts == documented
+    assert _supplement_counts(records, split) == documented
     # it stops at the first abstract with which it holds `target` quantitative claims
     per_record = [_quantitative([r]) for r in records]
     assert sum(per_record) >= target > sum(per_record[:-1])
