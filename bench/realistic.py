@@ -1,6 +1,10 @@
 """The realistic-answer corpus through the real pipeline and a local replay server.
 
     python -m bench.realistic [--reasks N] [--json-object]
+    python -m bench.realistic --corpus small-models [--split heldout|dev|all] [--verbose]
+
+The second form runs the small-model corpus (bench/small_models.py): max_reasks 0, then
+the default re-asks with a model that obeys each re-ask.
 
 44 SciTLDR dev abstracts the project does not ship (tests/data/realistic/, selection rule
 in its README) with natural answers written the way gpt-4o-mini answers this project's
@@ -374,7 +378,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.realistic")
     parser.add_argument("--reasks", type=int, default=0, help="max_reasks (default 0: off)")
     parser.add_argument("--json-object", action="store_true", help="response_format json_object")
+    parser.add_argument(
+        "--corpus",
+        choices=("gpt-4o-mini", "small-models"),
+        default="gpt-4o-mini",
+        help="which answer corpus (default: the gpt-4o-mini-style one)",
+    )
+    parser.add_argument("--split", choices=("heldout", "dev", "all"), default="heldout")
+    parser.add_argument("--verbose", action="store_true", help="list what was lost")
     args = parser.parse_args(argv)
+    if args.corpus == "small-models":
+        from bench import small_models
+
+        reasks = [args.reasks] if args.reasks else [0, 2]
+        return small_models.main(args.split, reasks, compliant=True, verbose=args.verbose)
     corpus = load_corpus()
     print(
         f"realistic-answer corpus: {len(corpus)} abstracts, "

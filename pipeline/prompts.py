@@ -51,6 +51,8 @@ class PromptTemplate(BaseModel):
         system = self.system
         for key, value in fields.items():
             system = system.replace("{" + key + "}", value)
+        if "\n\n\n" in system:  # a field left empty (no overlap lines for this abstract)
+            system = re.sub(r"\n{3,}", "\n\n", system)
         # The abstract must not be able to close (or reopen) its own delimiter, in any case,
         # spacing or with attributes a model might still read as the tag.
         safe = _DELIMITER.sub(_escape_tag, abstract)

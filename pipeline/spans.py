@@ -19,7 +19,9 @@ original abstract:
    then, failing that, the folded texts with every space removed (PDF-extracted abstracts
    lose and gain spaces: ``attains76.8%`` is quoted as ``attains 76.8%``);
 4. the same after dropping what models wrap a quotation in: outer quotes, and a trailing
-   ``.``, ``,``, ``;`` or ``:``.
+   ``.``, ``,``, ``;`` or ``:``;
+5. near-verbatim alignment (`pipeline.alignment.align`): a changed word form, an elision,
+   a list item rebuilt from its sentence, a cleaned PDF artifact, within a documented bound.
 
 Folding only removes *presentation*; a changed word or number, an ellipsis or words in
 another order still fail. Folded offsets map back to the original text, so the span (and
@@ -243,6 +245,10 @@ def locate(abstract: str, evidence: str) -> tuple[int, int] | None:
     found = _whitespace_span(abstract, evidence) or _folded_span(abstract, evidence)
     if found is None and (bare := unwrap(evidence)) and bare != evidence:
         found = _folded_span(abstract, bare)
+    if found is None:
+        from pipeline.alignment import align  # imports this module
+
+        found = align(abstract, evidence)
     return found
 
 

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import main
+from pipeline.prompts import PACKAGE_PROMPTS_DIR
+from pipeline.support import supported_tags
+from pipeline.taxonomy import load_taxonomy
 
 SAMPLE = "examples/iclr2026/000_83025b0b2ab87d39.txt"
 REPLAY_URL = "http://127.0.0.1:9/v1"  # never contacted: ports are not matched on replay
@@ -207,5 +211,11 @@ def test_json_object_mode_sends_an_example_and_rules_not_a_schema(
     assert "shaped like this example:" in system and "Rules:" in system
     # No raw JSON schema for a small model to echo back; the ids are listed once.
     assert "$defs" not in system and "anyOf" not in system and '"enum"' not in system
-    assert system.count("vision-transformers") == 1  # in the id list, once
+    # Only the ids the abstract supports are offered (any other would be dropped), each once.
+    listed = system.split("Taxonomy ids:", 1)[1].split("Return only a JSON object")[0]
+    offered = re.findall(r"[a-z0-9]+(?:-[a-z0-9]+)*(?=,|\n|$)", listed)
+    taxonomy = load_taxonomy(PACKAGE_PROMPTS_DIR / "taxonomy.yaml")
+    assert sorted(offered) == sorted(supported_tags(record["abstract"], taxonomy))
+    assert 0 < len(offered) < len(taxonomy.tags) // 4
+    assert len(offered) == len(set(offered))
     assert_all_played(vcr, record_mode)

@@ -43,7 +43,7 @@ from pipeline.batch.state import (
 from pipeline.cache import Cache
 from pipeline.config import Settings
 from pipeline.engine.progress import Progress
-from pipeline.engine.stage_runner import Answer, FirstAnswer, check_completion
+from pipeline.engine.stage_runner import Answer, FirstAnswer, check_completion, dropped_of
 from pipeline.errors import InputError, OutputValidationError, StorageError
 from pipeline.ingest import IngestResult, read_inputs
 from pipeline.job import JobResult, RecordSink, load_project_taxonomy, run_job
@@ -268,7 +268,15 @@ def _cache_valid(folder: Path, state: BatchState, settings: Settings) -> int:
                 if parsed.rejected:
                     continue  # some claims need a re-ask: the final run does it
                 answer = Answer(
-                    parsed.output, None, c.content, 1, c.tokens_in, c.tokens_out, c.tokens_cached
+                    parsed.output,
+                    None,
+                    c.content,
+                    1,
+                    c.tokens_in,
+                    c.tokens_out,
+                    c.tokens_cached,
+                    dropped=dropped_of(parsed.dropped),
+                    repairs=parsed.repairs,
                 )
                 provenance = runner.provenance(
                     stage,
@@ -278,6 +286,8 @@ def _cache_valid(folder: Path, state: BatchState, settings: Settings) -> int:
                     tokens_out=c.tokens_out,
                     tokens_cached=c.tokens_cached,
                     batch_id=first.batch_id,
+                    dropped=len(answer.dropped),
+                    repairs=answer.repairs,
                 )
                 runner.store(stage, key, answer, provenance)
                 stored += 1

@@ -200,6 +200,7 @@ def answer_to_json(answer: Answer) -> dict[str, Any]:
         "tokens_cached": answer.tokens_cached,
         "dropped": [d.as_json() for d in answer.dropped],
         "requests": answer.requests,
+        "repairs": answer.repairs,
     }
 
 
@@ -221,6 +222,7 @@ def answer_from_json(data: dict[str, Any]) -> Answer:
         tokens_cached=data["tokens_cached"],
         dropped=[Dropped(**d) for d in data["dropped"]],
         requests=data["requests"],
+        repairs=data.get("repairs", []),
     )
 
 

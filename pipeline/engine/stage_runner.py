@@ -5,13 +5,18 @@ Content failures are re-asked with the validation error fed back; transport fail
 retried inside the backend and never reach a re-ask prompt. A fatal backend error (bad key,
 unknown model) propagates and stops the run.
 
+Every answer is repaired first (pipeline/repair.py and the stage's `repair`): fences, prose,
+trailing commas, labels for ids, ...; the repairs applied are listed in the provenance.
+
 Partial acceptance (stages with `items`, i.e. claims): the valid items of an answer are
-kept and only the rejected ones are re-asked about, each with its error and the closest
-span of the abstract. A corrected item joins the kept ones; an item the model leaves out
-is withdrawn; an item still invalid after `max_reasks` is dropped: the stage is ok with the
-valid items, and each dropped item gets an errors.jsonl record (its own failure kind and
-index) and is counted in the provenance and the manifest. Only when no item survives does
-the stage fail.
+kept and only the rejected ones are re-asked about, each with its error (never with a hint
+of what to write instead: a re-asked item is judged exactly like a first one). A corrected
+item joins the kept ones; an item still invalid after `max_reasks`, or one the model leaves
+out of its answer to a re-ask (withdrawn), is dropped: the stage is ok with the valid
+items, and each dropped item gets an errors.jsonl record (its own failure kind and index)
+and is counted in the provenance and the manifest. Only when no item survives does the
+stage fail. Sub-items a stage's screen leaves out for good (a tag nothing supports, a
+keyword the abstract lacks) are dropped the same way, without a re-ask.
 """
 
 from __future__ import annotations
@@ -76,10 +81,19 @@ class Dropped:
     kind: str
     message: str
     item: Any
+    field: str | None = None  # the list it was dropped from, when not the stage's items
 
     def as_json(self) -> dict[str, Any]:
         """The cache's form."""
-        return {"index": self.index, "kind": self.kind, "message": self.message, "item": self.item}
+        out = {"index": self.index, "kind": self.kind, "message": self.message, "item": self.item}
+        if self.field is not None:
+            out["field"] = self.field
+        return out
+
+
+def dropped_of(rejected: list[Rejected], note: str = "") -> list[Dropped]:
+    """Rejected items as dropped ones (`note` is added to each message)."""
+    return [Dropped(r.index, r.error.kind, str(r.error) + note, r.item, r.field) for r in rejected]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +119,7 @@ class Answer:
     tokens_cached: int = 0
     dropped: list[Dropped] = field(default_factory=list)
     requests: int = 0
+    repairs: list[str] = field(default_factory=list)  # repairs applied, over every attempt
 
     def error_message(self) -> str:
         """The last error, saying how many requests the stage took when that is not in it."""
@@ -142,10 +157,12 @@ class _Partial:
         positions = _positions(field_name, parsed)
         self.kept: dict[int, Any] = dict(zip(positions, parsed.output[field_name], strict=True))
         self.pending: list[Rejected] = list(parsed.rejected)
+        self.withdrawn: list[Rejected] = []  # pending items a re-ask answer left out
         self.next_index = len(positions) + len(parsed.rejected)
 
     def merge(self, parsed: Parsed) -> None:
-        """Take a re-ask's answer: corrections join the kept items, the rest stay pending."""
+        """Take a re-ask's answer: corrections join the kept items, the rest stay pending;
+        a pending item that nothing in the answer stands for is withdrawn."""
         items = parsed.output[self.field]
         answered: list[tuple[int, Any, Rejected | None]] = [
             (i, item, None) for i, item in zip(_positions(self.field, parsed), items, strict=True)
@@ -156,6 +173,7 @@ class _Partial:
         aligned = len(answered) == len(self.pending)
         pending: list[Rejected] = []
         repeated = {json.dumps(r.item, sort_keys=True): r.index for r in self.pending}
+        open_items = {r.index: r for r in self.pending}
         for position, item, rejected in answered:
             if aligned:
                 index = self.pending[position].index
@@ -164,12 +182,17 @@ class _Partial:
             ):
                 index = seen  # the same rejected item again, e.g. the whole answer repeated
             else:
-                index = self.next_index
-                self.next_index += 1
+                index = _closest_open(item if rejected is None else rejected.item, open_items)
+                if index is None:
+                    index = self.next_index
+                    self.next_index += 1
+            open_items.pop(index, None)
             if rejected is not None:
                 pending.append(Rejected(index, rejected.item, rejected.error))
             elif not any(_same(item, kept) for kept in self.kept.values()):
                 self.kept[index] = item
+        for r in open_items.values():
+            self.withdrawn.append(r)
         self.pending = pending
 
     def output(self) -> dict[str, Any]:
@@ -182,6 +205,25 @@ def _positions(field_name: str, parsed: Parsed) -> list[int]:
     total = len(parsed.output[field_name]) + len(parsed.rejected)
     rejected = {r.index for r in parsed.rejected}
     return [i for i in range(total) if i not in rejected]
+
+
+def _closest_open(item: Any, open_items: dict[int, Rejected]) -> int | None:
+    """The index of the pending item that `item` most likely corrects: the one sharing the
+    most words of statement and evidence (None when none shares any)."""
+    words = _claim_words(item)
+    best, best_shared = None, 0
+    for index, r in open_items.items():
+        shared = len(words & _claim_words(r.item))
+        if shared > best_shared:
+            best, best_shared = index, shared
+    return best
+
+
+def _claim_words(item: Any) -> set[str]:
+    if not isinstance(item, dict):
+        return set()
+    text = " ".join(str(item.get(k) or "") for k in ("statement", "evidence", "value"))
+    return set(text.lower().split())
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -210,6 +252,7 @@ async def ask_until_valid(
     messages = stage.messages(abstract, json_object_mode=json_object)
     answer = Answer(None, None, None, 0, 0, 0)
     partial: _Partial | None = None
+    final_dropped: list[Rejected] = []
     for _ in range(max_reasks + 1):
         answer.attempts += 1
         if first is not None:
@@ -230,7 +273,7 @@ async def ask_until_valid(
         answer.raw = completion.content
         try:
             parsed = check_completion(
-                stage, abstract, completion, max_tokens, reask=partial is not None
+                stage, abstract, completion, max_tokens, reask=partial is not None or max_reasks > 0
             )
         except OutputValidationError as exc:
             answer.error = exc
@@ -242,6 +285,8 @@ async def ask_until_valid(
             messages = _followed(messages, completion.content, followup)
             continue
         answer.error = None
+        answer.repairs = list(dict.fromkeys([*answer.repairs, *parsed.repairs]))
+        final_dropped = parsed.dropped if partial is None else [*final_dropped, *parsed.dropped]
         if partial is None and not parsed.rejected:
             answer.output = parsed.output
             break
@@ -258,9 +303,17 @@ async def ask_until_valid(
         failed = f"; the re-ask about it failed: {answer.error}" if answer.error else ""
         answer.output = partial.output()
         answer.error = None
-        answer.dropped = [
-            Dropped(r.index, r.error.kind, str(r.error) + failed, r.item) for r in partial.pending
-        ]
+        answer.dropped = dropped_of(partial.pending, failed) + dropped_of(
+            partial.withdrawn, "; withdrawn: the answer to the re-ask about it left it out"
+        )
+        if not partial.kept and answer.dropped:
+            # No item survived: the stage failed, and its one record says why for each.
+            first_kind = answer.dropped[0].kind
+            message = "; ".join(d.message for d in answer.dropped)
+            answer.output, answer.dropped = None, []
+            answer.error = OutputValidationError(message, kind=first_kind, raw=answer.raw)  # type: ignore[arg-type]
+    if answer.output is not None:
+        answer.dropped = [*dropped_of(final_dropped), *answer.dropped]
     return answer
 
 
@@ -404,6 +457,7 @@ class StageRunner:
             cached=False,
             dropped=len(answer.dropped),
             batch_id=batch_id,
+            repairs=answer.repairs,
         )
 
     def cached(
@@ -595,6 +649,7 @@ class StageRunner:
                     attempts=attempts,
                     raw=json.dumps(d.item, ensure_ascii=False),
                     item=d.index,
+                    field=d.field,
                 )
             )
 

@@ -1258,3 +1258,28 @@ def match_tags(text: str, taxonomy: Taxonomy) -> tuple[list[str], list[str]]:
     matcher = matcher_for(taxonomy)
     analysis = _Analysis(matcher, text[:_MAX_CHARS])
     return _select(analysis, matcher), _keywords(analysis, matcher)
+
+
+def support(text: str, taxonomy: Taxonomy) -> frozenset[str]:
+    """Every tag the text gives some support for, as the matcher sees it: a phrase of the tag
+    (an ambiguous one only with its context cue; negated or contrasted mentions count), a
+    model-family name, or a contribution cue. `match_tags` selects from these; a model's tag
+    is checked against them (pipeline/support.py)."""
+    matcher = matcher_for(taxonomy)
+    text = text[:_MAX_CHARS]
+    parts = (_SPLIT_ASCII if text.isascii() else _SPLIT).split(text)
+    cs, ci, lower, families, starts, _in_phrase_col, cue_starts = _columns(
+        list(map(matcher.rows.__getitem__, parts[1::2]))
+    )
+    aliases = _aliases(matcher, _definitions(text))
+    found = matcher.scan(cs, ci, starts, aliases)
+    if matcher.families and any(families):
+        found = _with_families(found, families, matcher.families)
+    tags = {m.tag for m in _in_context(found, matcher, cs, ci)}
+    for k in _cue_hits(lower, cue_starts):
+        tag_id, weight = _CUE_TAGS[k]
+        if weight > 0:
+            tags.add(tag_id)
+    if not text.isascii():
+        tags.update(tag_id for tag_id, needles, _w in _CJK_CUES if any(s in text for s in needles))
+    return frozenset(t for t in tags if t in taxonomy.tags)

@@ -68,6 +68,9 @@ class Provenance(BaseModel):
     cached: bool = False
     dropped: int = 0  # items (claims) left out of the output as invalid; see errors.jsonl
     batch_id: str | None = None  # the Batch API batch that answered it (`digest batch`)
+    # Deterministic repairs applied to the answer before validation (pipeline/repair.py and
+    # the stage's own: code_fence, trailing_comma, tag_resolved, ...); empty when none.
+    repairs: list[str] = Field(default_factory=list)
 
 
 class StageError(BaseModel):
@@ -122,6 +125,7 @@ class ErrorRecord(BaseModel):
     attempts: int
     raw: str | None = None
     item: int | None = None  # index of the dropped item in the answer; None: the stage failed
+    field: str | None = None  # the list the item was dropped from, when not the stage's items
 
 
 class StageCounts(BaseModel):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
+from importlib.resources import files
 import pkgutil
 import sys
 from pathlib import Path
@@ -104,10 +105,17 @@ _VALIDATION_MODULES = (
     "pipeline.stages.base",
     "pipeline.schemas",
     "pipeline.spans",
+    "pipeline.alignment",
+    "pipeline.repair",
+    "pipeline.support",
+    "pipeline.offline.tags",  # its phrase index decides which tags a text supports
+    "pipeline.offline.tag_rules",
     "pipeline.text",
     "pipeline.taxonomy",
     "pipeline.rundir.models",
 )
+# Data the validating code reads (pipeline/support.py: words too common to support a tag).
+_VALIDATION_DATA = (("pipeline.assign", "common_words.txt"),)
 
 
 def validator_id() -> str | None:
@@ -127,6 +135,11 @@ def _validator_id(names: tuple[str, ...]) -> str | None:
         module = sys.modules.get(name) or importlib.import_module(name)
         try:
             digest.update(name.encode() + b"\0" + Path(module.__file__ or "").read_bytes())
+        except OSError:
+            return None
+    for package, resource in _VALIDATION_DATA:
+        try:
+            digest.update(resource.encode() + b"\0" + files(package).joinpath(resource).read_bytes())
         except OSError:
             return None
     return digest.hexdigest()

@@ -4,7 +4,6 @@ prompt template and taxonomy for one run (`Stage`)."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -15,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from pipeline.errors import FailureKind, OutputValidationError
 from pipeline.prompts import PromptTemplate, content_hash
+from pipeline.repair import Decoded, decode_answer
 from pipeline.schemas import SCHEMA_VERSION, GroundingError, llm_json_schema
 from pipeline.taxonomy import Taxonomy
 
@@ -29,6 +29,28 @@ def no_prompt_fields(taxonomy: Taxonomy, prompts_dir: Path) -> dict[str, str]:
 def no_schema_hook(schema: dict[str, Any], taxonomy: Taxonomy) -> dict[str, Any]:
     """A stage whose model-facing JSON schema is the plain strict schema."""
     return schema
+
+
+@dataclass
+class Shaped:
+    """A decoded answer after a stage's shape repairs: the data, what was repaired (notes for
+    the provenance), and sub-items left out for good (never re-asked about)."""
+
+    data: dict[str, Any]
+    repairs: list[str] = field(default_factory=list)
+    dropped: list[Rejected] = field(default_factory=list)
+
+
+def no_shape_repair(data: Any, taxonomy: Taxonomy) -> Shaped:
+    """A stage whose answer needs no shape repair (it must be a JSON object)."""
+    if not isinstance(data, dict):
+        raise OutputValidationError("answer must be a JSON object", kind="schema", raw=None)
+    return Shaped(data)
+
+
+def no_screen(output: Output, abstract: str, taxonomy: Taxonomy) -> Shaped:
+    """A stage whose validated output needs no check beyond its schema."""
+    return Shaped(output)
 
 
 @dataclass(frozen=True)
@@ -47,7 +69,18 @@ class StageSpec:
       out of the answer (and re-asked about on its own) instead of rejecting the answer;
     - `example`: a filled answer shown to models in json_object mode (valid for `schema`);
     - `output_tokens`: typical output tokens of one answer (for `digest run --dry-run`;
-      measured on the realistic-answer corpus, `python -m bench.realistic`).
+      measured on the realistic-answer corpus, `python -m bench.realistic`);
+    - `repair`: deterministic shape repairs of a decoded answer before validation (a bare
+      list where an object was asked, extra keys, labels for ids, ...; pipeline/repair.py
+      has the JSON-level ones); never changes a number or a word of content;
+    - `screen`: checks of a schema-valid output against the abstract that leave parts out
+      for good instead of rejecting the answer (tags nothing supports, keywords the abstract
+      lacks); a cached output must pass it unchanged;
+    - `plain_text`: the field an answer with no JSON at all stands for (a TL;DR written as
+      plain text);
+    - `abstract_fields`: placeholder values that depend on the abstract (tags: only the ids
+      the abstract gives support for); they override `prompt_fields` of the same name, and
+      the code that computes them enters the prompt hash.
     """
 
     name: str
@@ -62,6 +95,10 @@ class StageSpec:
     items: str | None = None
     example: Mapping[str, Any] | None = None
     output_tokens: int = 100
+    repair: Callable[[Any, Taxonomy], Shaped] = no_shape_repair
+    screen: Callable[[Output, str, Taxonomy], Shaped] = no_screen
+    plain_text: str | None = None
+    abstract_fields: Callable[[str, Taxonomy, Mapping[str, str]], dict[str, str]] | None = None
 
     @cached_property
     def item_schema(self) -> type[BaseModel] | None:
@@ -79,6 +116,7 @@ class Rejected:
     index: int  # position in the answer it came from
     item: Any  # the item as the model wrote it
     error: OutputValidationError
+    field: str | None = None  # the list it came from when not the stage's `items` (tags, ...)
 
 
 @dataclass
@@ -86,7 +124,9 @@ class Parsed:
     """The valid part of an answer, and the items left out of it (stages with `items`)."""
 
     output: Output
-    rejected: list[Rejected] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)  # re-asked about (stage `items`)
+    dropped: list[Rejected] = field(default_factory=list)  # left out for good, with a record
+    repairs: list[str] = field(default_factory=list)  # names of the repairs applied
 
 
 @dataclass(frozen=True)
@@ -123,6 +163,10 @@ class Stage:
         }
         if self.spec.uses_taxonomy:
             parts["taxonomy"] = content_hash(self.taxonomy.model_dump(mode="json"))
+        if self.spec.abstract_fields is not None:
+            from pipeline.stages import validator_id  # the registry imports this module
+
+            parts["abstract_fields"] = validator_id()
         return content_hash(parts)
 
     @cached_property
@@ -138,7 +182,10 @@ class Stage:
 
     def messages(self, abstract: str, *, json_object_mode: bool = False) -> list[dict[str, str]]:
         """Chat messages for one abstract; json_object mode adds an example and short rules."""
-        msgs = self.template.render(abstract, **self.fields)
+        fields = self.fields
+        if self.spec.abstract_fields is not None:
+            fields = {**fields, **self.spec.abstract_fields(abstract, self.taxonomy, fields)}
+        msgs = self.template.render(abstract, **fields)
         if json_object_mode:
             msgs[0]["content"] += "\n\n" + self.json_object_rules
         return msgs
@@ -158,15 +205,34 @@ class Stage:
         return parsed.output
 
     def accept(self, raw: str | None, abstract: str, *, keep_none: bool = False) -> Parsed:
-        """The valid part of a raw answer: shape coerced, invalid `items` left out; raise when
-        the answer as a whole is unusable (empty, not JSON, wrong shape, or every item
-        invalid unless `keep_none`)."""
+        """The valid part of a raw answer after deterministic repair: invalid `items` left
+        out (to re-ask about), unsupported sub-items dropped with a record; raise when the
+        answer as a whole is unusable (empty, not JSON, wrong shape, or every item invalid
+        unless `keep_none`)."""
         if raw is None or not raw.strip():
             raise OutputValidationError("empty answer", kind="empty", raw=raw)
-        data = decode_object(raw)
+        try:
+            decoded = decode_answer(raw)
+        except OutputValidationError as exc:
+            field_name = self.spec.plain_text
+            if field_name is None or "{" in raw or "[" in raw or len(raw) > 2000:
+                raise OutputValidationError(str(exc), kind=exc.kind, raw=raw) from None
+            decoded = Decoded({field_name: raw.strip()}, ["plain_text"])
+        try:
+            shaped = self.spec.repair(decoded.data, self.taxonomy)
+        except OutputValidationError as exc:
+            raise OutputValidationError(str(exc), kind=exc.kind, raw=raw) from None
+        repairs = _unique([*decoded.repairs, *shaped.repairs])
+        data = shaped.data
         items = self.spec.items
         if items is None or not isinstance(data.get(items), list):
-            return Parsed(self.validate(data, abstract, raw=raw))
+            output = self._validate(data, abstract, raw=raw)
+            screened = self._screen(output, abstract, raw=raw)
+            return Parsed(
+                screened.data,
+                dropped=[*shaped.dropped, *screened.dropped],
+                repairs=_unique([*repairs, *screened.repairs]),
+            )
         context = {"abstract": abstract, "taxonomy": self.taxonomy}
         kept: list[BaseModel] = []
         rejected: list[Rejected] = []
@@ -180,70 +246,55 @@ class Stage:
                     f"{items}[{index}]: {_describe(exc)}", kind=_kind(exc), raw=None
                 )
                 rejected.append(Rejected(index, item, error))
+            except RecursionError:
+                error = OutputValidationError(
+                    f"{items}[{index}]: nested too deeply", kind="schema", raw=None
+                )
+                rejected.append(Rejected(index, item, error))
         if rejected and not kept and not keep_none:
             error = rejected[0].error
             message = "; ".join(str(r.error) for r in rejected)
             raise OutputValidationError(message, kind=error.kind, raw=raw)
-        return Parsed(self.validate({**data, items: kept}, abstract, raw=raw), rejected)
+        output = self._validate({**data, items: kept}, abstract, raw=raw)
+        screened = self._screen(output, abstract, raw=raw)
+        return Parsed(
+            screened.data,
+            rejected,
+            dropped=[*shaped.dropped, *screened.dropped],
+            repairs=_unique([*repairs, *screened.repairs]),
+        )
 
-    def validate(self, data: Mapping[str, Any], abstract: str, *, raw: str | None = None) -> Output:
-        """Validate an answer already decoded from JSON (fresh or cached); raise on failure."""
+    def _validate(self, data: Mapping[str, Any], abstract: str, *, raw: str | None) -> Output:
         try:
             model = self.spec.schema.model_validate(
                 data, context={"abstract": abstract, "taxonomy": self.taxonomy}
             )
         except ValidationError as exc:
             raise OutputValidationError(_describe(exc), kind=_kind(exc), raw=raw) from exc
+        except RecursionError:
+            raise OutputValidationError("answer is nested too deeply", kind="schema", raw=raw)
         return model.model_dump(mode="json")
 
-
-_MAX_OBJECT_STARTS = 64
-
-
-def decode_object(raw: str) -> dict[str, Any]:
-    """The JSON object in a raw answer, without code fences or prose around it.
-
-    An answer that starts with `{` is that object (text after it is ignored); otherwise the
-    first `{` that starts a JSON object, skipping those inside an array (`[{`, `, {`), so a
-    cut-off answer is never mistaken for one of its inner objects. Numbers are kept as
-    written (`12.59`, `84.20`) and become strings, so a value sent as a JSON number is
-    compared with the evidence digit for digit.
-    """
-    decoder = json.JSONDecoder(parse_float=str, parse_int=str)
-    text = raw.strip()
-    starts = [0] if text.startswith("{") else _object_starts(text)
-    first: json.JSONDecodeError | None = None
-    data: Any = None
-    for start in starts[:_MAX_OBJECT_STARTS]:
+    def _screen(self, output: Output, abstract: str, *, raw: str | None) -> Shaped:
         try:
-            data, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError as exc:
-            first = first or exc
-            continue
-        if isinstance(data, dict):
-            return data
-    if data is None:
-        if first is None:
-            try:
-                decoder.decode(text)
-            except json.JSONDecodeError as exc:
-                first = exc
-        if first is not None:
+            return self.spec.screen(output, abstract, self.taxonomy)
+        except OutputValidationError as exc:
+            raise OutputValidationError(str(exc), kind=exc.kind, raw=raw) from None
+
+    def validate(self, data: Mapping[str, Any], abstract: str, *, raw: str | None = None) -> Output:
+        """Validate an output already decoded from JSON (a cached one): the schema and every
+        check against the abstract; raise when any part of it would be left out today."""
+        output = self._validate(data, abstract, raw=raw)
+        screened = self._screen(output, abstract, raw=raw)
+        if screened.dropped:
             raise OutputValidationError(
-                f"answer is not valid JSON ({first.msg} at char {first.pos})",
-                kind="invalid_json",
-                raw=raw,
-            ) from first
-    raise OutputValidationError("answer must be a JSON object", kind="schema", raw=raw)
+                "; ".join(str(d.error) for d in screened.dropped), kind="ungrounded", raw=raw
+            )
+        return screened.data
 
 
-def _object_starts(text: str) -> list[int]:
-    starts = []
-    for m in re.finditer(r"\{", text):
-        before = text[: m.start()].rstrip()
-        if not before.endswith(("[", ",")):
-            starts.append(m.start())
-    return starts
+def _unique(names: list[str]) -> list[str]:
+    return list(dict.fromkeys(names))
 
 
 def field_rules(schema: type[BaseModel], indent: str = "") -> list[str]:

@@ -13,22 +13,33 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from pipeline.errors import ConfigError
+from pipeline.errors import ConfigError, OutputValidationError
 from pipeline.schemas import GroundingError, context_abstract
-from pipeline.spans import closest, locate
-from pipeline.stages.base import StageSpec
+from pipeline.spans import locate
+from pipeline.stages.base import Shaped, StageSpec
+from pipeline.support import abstract_index, foreign_numbers, name_supported, statement_problems
 from pipeline.taxonomy import Taxonomy
 from pipeline.text import canonical_number, normalize_ws, numbers_in
 
 MAX_CLAIMS = 12
 DEFINITION_FILE = "claimed_result.md"
+# Longer fields are not a claim but a runaway answer (and would cost alignment time).
+MAX_CHARS = {"statement": 600, "evidence": 2000, "metric": 200, "unit": 50, "dataset": 300,
+             "comparison": 300}  # fmt: skip
+CLAIM_FIELDS = frozenset(
+    {"statement", "kind", "metric", "value", "unit", "dataset", "comparison", "evidence"}
+)
 
 
 class Claim(BaseModel):
     """One claimed result, tied to a verbatim evidence span of the abstract.
 
     Shape is lenient (a number sent as a JSON number becomes a string, `kind` in any case,
-    a missing nullable field is null); content is not (see `_grounded`).
+    a missing nullable field is null); content is not (see `_grounded`): the evidence is
+    located in the abstract (near-verbatim allowed, pipeline/alignment.py) and stored as the
+    abstract's own text; the value and every quantity of the statement occur in the
+    evidence; a named number of the statement ("CIFAR-10"), every number of the metric and
+    unit, and the dataset and baseline names occur in the abstract.
     """
 
     model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
@@ -62,6 +73,10 @@ class Claim(BaseModel):
 
     @model_validator(mode="after")
     def _grounded(self, info: ValidationInfo) -> Claim:
+        for name, limit in MAX_CHARS.items():
+            text = getattr(self, name)
+            if text is not None and len(text) > limit:
+                raise ValueError(f"{name} has {len(text)} characters; at most {limit} allowed")
         self.evidence = normalize_ws(self.evidence)
         number = canonical_number(self.value) if self.value else None
         if self.kind == "quantitative" and number is None:
@@ -73,21 +88,51 @@ class Claim(BaseModel):
         if abstract is not None:
             span = locate(abstract, self.evidence)
             if span is None:
-                near = closest(abstract, self.evidence)
-                hint = (
-                    f"; the closest span of the abstract is {near!r}"
-                    if near
-                    else "; no span of the abstract is close to it"
-                )
                 raise GroundingError(
-                    f"evidence is not verbatim in the abstract: {self.evidence[:300]!r}{hint}"
+                    f"evidence is not in the abstract: {self.evidence[:300]!r}; quote the "
+                    "abstract exactly, or leave the claim out"
                 )
             # What is stored is the abstract's own text, wherever the model's typography differed.
             self.evidence = normalize_ws(abstract[span[0] : span[1]])
             self.span = span
         if number is not None and not _has_number(self.evidence, number):
             raise GroundingError(f"value {self.value!r} does not occur in its evidence")
+        if self.value and number is None and not _has_words(self.evidence, self.value):
+            raise GroundingError(f"value {self.value!r} does not occur in its evidence")
+        if abstract is not None:
+            self._names_grounded(abstract)
         return self
+
+    def _names_grounded(self, abstract: str) -> None:
+        """The statement's numbers, the metric's and unit's numbers, and the dataset and
+        baseline names are the abstract's (the statement's quantities: the evidence's)."""
+        assert self.span is not None
+        context = _sentences_around(abstract, self.span)
+        problems = statement_problems(self.statement, self.evidence, abstract, context)
+        if problems:
+            raise GroundingError(f"statement has {'; '.join(problems)}")
+        known = abstract_index(abstract).numbers
+        for name in ("metric", "unit"):
+            value = getattr(self, name)
+            if value and (foreign := foreign_numbers(value, known)):
+                raise GroundingError(f"{name} {value!r} has numbers the abstract lacks")
+        for name, what in (("dataset", "dataset"), ("comparison", "baseline")):
+            value = getattr(self, name)
+            if value and not name_supported(value, abstract):
+                raise GroundingError(f"{what} {value!r} is not named in the abstract")
+
+
+def _sentences_around(abstract: str, span: tuple[int, int]) -> str:
+    """The sentences of the abstract the span lies in (a statement may repeat a number of
+    the evidence's sentence: "with 10 sources, ..." for "..., for 10 sources, ...")."""
+    start = max(abstract.rfind(". ", 0, span[0]) + 1, 0)
+    end = abstract.find(". ", span[1])
+    return abstract[start : len(abstract) if end < 0 else end + 1]
+
+
+def _has_words(text: str, words: str) -> bool:
+    """`words` (a value written in words: "twice") occur in `text`, any case."""
+    return " ".join(words.lower().split()) in " ".join(text.lower().split())
 
 
 def _has_number(text: str, number: str) -> bool:
@@ -102,7 +147,50 @@ class ClaimsOutput(BaseModel):
     """Every claimed result; an empty list when the abstract reports none."""
 
     model_config = ConfigDict(extra="forbid")
-    claims: list[Claim] = Field(max_length=MAX_CLAIMS)
+    claims: list[Claim]
+
+
+def repair(data: Any, taxonomy: Taxonomy) -> Shaped:
+    """Shape repairs of a claims answer: a bare list, keys a claim does not have, `kind` in
+    another case; never a change to what a claim says."""
+    repairs: list[str] = []
+    if isinstance(data, list):
+        data, repairs = {"claims": data}, ["bare_list"]
+    if not isinstance(data, dict):
+        raise OutputValidationError("answer must be a JSON object", kind="schema", raw=None)
+    if "claims" not in data and CLAIM_FIELDS & set(data):
+        data, repairs = {"claims": [data]}, [*repairs, "single_claim"]
+    if set(data) - {"claims"}:
+        data, repairs = {"claims": data.get("claims")}, [*repairs, "extra_keys"]
+    claims = data.get("claims")
+    if not isinstance(claims, list):
+        return Shaped(data, repairs)
+    fixed: list[Any] = []
+    for claim in claims:
+        if isinstance(claim, dict):
+            if set(claim) - CLAIM_FIELDS:
+                claim = {k: v for k, v in claim.items() if k in CLAIM_FIELDS}
+                repairs.append("extra_keys")
+            kind = claim.get("kind")
+            if isinstance(kind, str) and kind != kind.strip().lower():
+                claim = {**claim, "kind": kind.strip().lower()}
+                repairs.append("kind_case")
+            value = claim.get("value")
+            if claim.get("kind") == "quantitative" and (
+                value is None or canonical_number(str(value)) is None
+            ):
+                # "twice as fast", "orders of magnitude": a result with no number to store
+                claim = {**claim, "kind": "qualitative"}
+                repairs.append("kind_without_value")
+        fixed.append(claim)
+    return Shaped({"claims": fixed}, list(dict.fromkeys(repairs)))
+
+
+def screen(output: dict[str, Any], abstract: str, taxonomy: Taxonomy) -> Shaped:
+    """At most MAX_CLAIMS claims, in answer order."""
+    if len(output["claims"]) <= MAX_CLAIMS:
+        return Shaped(output)
+    return Shaped({**output, "claims": output["claims"][:MAX_CLAIMS]}, ["claims_cut"])
 
 
 def prompt_fields(taxonomy: Taxonomy, prompts_dir: Path) -> dict[str, str]:
@@ -174,6 +262,16 @@ EXAMPLE = {
     ]
 }
 
+def schema_hook(schema: dict[str, Any], taxonomy: Taxonomy) -> dict[str, Any]:
+    """The model-facing schema without field descriptions: the definition in the system
+    prompt (prompts/claimed_result.md) describes every field already, and a server that
+    ignores `response_format` never sees the schema at all."""
+    for model in schema.get("$defs", {}).values():
+        for prop in model.get("properties", {}).values():
+            prop.pop("description", None)
+    return schema
+
+
 STAGE = StageSpec(
     name="claims",
     order=30,
@@ -183,6 +281,9 @@ STAGE = StageSpec(
     csv=csv,
     prompt_fields=prompt_fields,
     items="claims",
+    schema_hook=schema_hook,
+    repair=repair,
+    screen=screen,
     example=EXAMPLE,
     output_tokens=150,
 )

@@ -8,19 +8,23 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from pipeline.errors import OutputValidationError
 from pipeline.schemas import GroundingError, context_abstract
-from pipeline.stages.base import StageSpec
+from pipeline.stages.base import Shaped, StageSpec
+from pipeline.support import abstract_index, foreign_numbers, name_supported, name_tokens
 from pipeline.taxonomy import Taxonomy
 from pipeline.text import (
     NUMBER_RE,
     abstract_numbers,
     normalize_ws,
-    numbers_in,
     split_sentences,
 )
 
 TLDR_MAX_WORDS = 35
-_DIGIT = re.compile(r"\d")
+_DIGIT = re.compile(r"\d|[\u00b2\u00b3\u00b9\u2070-\u2079\u2080-\u2089\uff10-\uff19]")
+# What models put before the sentence itself: "TL;DR:", "TLDR -", "Summary:".
+_PREFIX = re.compile(r"^\s*(?:\*\*)?(?:tl\s*;?\s*dr|summary)(?:\*\*)?\s*[:\-\u2013\u2014]\s*", re.I)
+_KEY_ALIASES = frozenset({"tldr", "summary", "tl dr"})
 # 35 words rarely pass 300 characters (the offline extractor caps itself at 320); the limit
 # stops one giant "word" (a 10 MB token) that the word count cannot see.
 TLDR_MAX_CHARS = 400
@@ -57,14 +61,39 @@ class TldrOutput(BaseModel):
         if len(split_sentences(value)) != 1:
             raise ValueError("tldr must be exactly one sentence")
         abstract = context_abstract(info)
-        if abstract is not None and _DIGIT.search(value):
-            known = abstract_numbers(abstract)
-            foreign = [n for n in numbers_in(value) if n not in known]
+        if abstract is None:
+            return value
+        if _DIGIT.search(value):
+            foreign = foreign_numbers(value, abstract_index(abstract).numbers)
             if foreign:
                 raise GroundingError(
                     f"tldr contains numbers not in the abstract: {', '.join(foreign)}"
                 )
+        unknown = [n for n in name_tokens(value) if not name_supported(n, abstract)]
+        if unknown:
+            names = ", ".join(repr(n) for n in dict.fromkeys(unknown))
+            raise GroundingError(f"tldr names what the abstract does not: {names}")
         return value
+
+
+def repair(data: Any, taxonomy: Taxonomy) -> Shaped:
+    """A bare string, a single key other than `tldr` ("TL;DR", "summary") and a leading
+    "TL;DR:" are shape, not content."""
+    repairs: list[str] = []
+    if isinstance(data, str):
+        data, repairs = {"tldr": data}, ["bare_string"]
+    if not isinstance(data, dict):
+        raise OutputValidationError("answer must be a JSON object", kind="schema", raw=None)
+    if "tldr" not in data and len(data) == 1:
+        (key,) = data
+        if " ".join(re.findall(r"[a-z]+", str(key).lower())) in _KEY_ALIASES:
+            data = {"tldr": data[key]}
+            repairs.append("key_renamed")
+    value = data.get("tldr")
+    if isinstance(value, str) and _PREFIX.match(value):
+        data = {**data, "tldr": _PREFIX.sub("", value, count=1)}
+        repairs.append("tldr_prefix")
+    return Shaped(data, repairs)
 
 
 def offline(abstract: str, taxonomy: Taxonomy) -> dict[str, Any]:
@@ -86,6 +115,8 @@ STAGE = StageSpec(
     offline=offline,
     csv_columns=("tldr",),
     csv=csv,
+    repair=repair,
+    plain_text="tldr",
     example={
         "tldr": "A sparse attention layer that halves inference cost of long-document transformers while matching their accuracy on three summarization benchmarks."
     },

@@ -1,0 +1,331 @@
+"""Near-verbatim evidence: where a quote that is not character-exact stands in the abstract.
+
+`pipeline.spans.locate` tries this last, after the exact and folded matches fail. Models
+"correct" a word of what they quote, clean a PDF artifact, elide with "...", or rebuild one
+item of a list sentence; such evidence is located here, and the evidence stored is always
+the abstract's own text from the first aligned word to the last.
+
+Both texts are folded (typography, TeX; see `pipeline.spans.fold`), then cut into word and
+number tokens, lowercased, letters split from digits ("CIFAR100" = "CIFAR-100"). The evidence
+must align with the words of the abstract, in order, within one sentence (two for a quote
+that crosses a sentence end), and these edits are all that is allowed (the bound):
+
+- a word split or joined ("classifi- cation" = "classification");
+- at most `MAX_CHANGED_WORDS` changed words, each a *variant* of the abstract's word: the
+  same root (model/models, propose/proposed), another form of be, have or do (was/were), or
+  a spelling variant (edit distance <= 2, same first two letters, 5 letters or more);
+  a number, or a polarity word ("not", "without", "better", "more", "outperforms", ...)
+  other than by its own root, is never changed;
+- at most `MAX_ARTICLES` articles ("a", "an", "the") added or left out;
+- an elision ("...", "…", "[...]"): the text between two pieces of the quote is skipped,
+  within one sentence, unless it holds a negation or a contrast ("not", "without", "but",
+  "while", ...) outside parentheses;
+- a list item rebuilt from its sentence: at most `MAX_LIST_SKIPS` runs of the sentence
+  skipped, each at most `MAX_LIST_RUN` words of list material (it starts with "and"/"or" or
+  touches a comma or semicolon, or is "respectively") holding no polarity word;
+- a footnote marker: a 1-2 digit number glued to a word of the abstract ("0.6%1to") left out.
+
+Numbers must match exactly: every number of the quote aligns with the same number of the
+abstract. At least `MIN_EXACT_SHARE` of the quote's tokens (and 3) must align unchanged.
+`python -m bench.alignment` measures what this lets through on fabricated quotes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from rapidfuzz.distance import Levenshtein
+
+from pipeline.spans import fold
+
+MAX_CHANGED_WORDS = 2
+MAX_ARTICLES = 2
+MAX_LIST_SKIPS = 4
+MAX_LIST_RUN = 8
+MAX_FOOTNOTES = 2
+MIN_EXACT_SHARE = 0.6
+MIN_TOKENS = 4  # a shorter quote gets no tolerance at all
+
+_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+")
+_ELLIPSIS = re.compile(r"\s*(?:\[\s*\.\.\.+\s*\]|\(\s*\.\.\.+\s*\)|\.\.\.+)\s*")
+ARTICLES = frozenset({"a", "an", "the"})
+_FORMS = [
+    frozenset({"is", "are", "was", "were", "be", "been", "being"}),
+    frozenset({"has", "have", "had", "having"}),
+    frozenset({"do", "does", "did"}),
+]
+POLARITY = frozenset(
+    """
+    not no nor never none neither cannot can't without non un nothing nobody lack lacks
+    lacking fail fails failed failing unable only except unlike although but however yet
+    worse worst better best more most less least fewer fewest higher highest lower lowest
+    larger largest smaller smallest faster fastest slower slowest greater greatest
+    increase increases increased increasing decrease decreases decreased decreasing
+    improve improves improved improving degrade degrades degraded degrading outperform
+    outperforms outperformed outperforming underperform underperforms underperformed
+    above below over under beyond min max minimum maximum up down gain gains loss losses
+    superior inferior positive negative true false correct incorrect all some few many
+    rarely seldom always often sometimes significantly marginally slightly
+    """.split()
+)
+# What an elision may not skip (outside parentheses): it would reverse what is kept.
+NEGATIONS = frozenset(
+    """
+    not no nor never none neither cannot can't without nothing nobody lack lacks lacking
+    fail fails failed failing unable but while whereas although though however yet unlike
+    except instead rather than
+    """.split()
+) - {"than"}
+_ABBREVIATION_ENDS = frozenset({"e", "g", "i", "eg", "ie", "al", "etc", "vs", "cf", "fig", "eq"})
+_SUFFIXES = ("ing", "ed", "es", "s", "ly", "e")
+_SENTENCE_GAP = re.compile(r"[.!?][\"')\]]*\s")
+
+
+@dataclass(frozen=True)
+class _Tokens:
+    keys: tuple[str, ...]
+    starts: tuple[int, ...]  # offsets into the original text
+    ends: tuple[int, ...]
+    comma_before: tuple[bool, ...]  # a comma or semicolon in the gap before the token
+    glued_before: tuple[bool, ...]  # no gap at all before the token
+    sentence: tuple[int, ...]  # sentence number of each token
+    in_parens: tuple[bool, ...]  # inside ( ... )
+
+
+def _tokenize(text: str) -> _Tokens:
+    folded = fold(text)
+    keys: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    comma: list[bool] = []
+    glued: list[bool] = []
+    sentence: list[int] = []
+    parens: list[bool] = []
+    depth = 0
+    number = 0
+    last_end = 0
+    for m in _TOKEN.finditer(folded.text):
+        gap = folded.text[last_end : m.start()]
+        word = m.group(0)
+        if (
+            keys
+            and _SENTENCE_GAP.search(gap)
+            and (word[0].isupper() or word[0].isdigit())
+            and keys[-1] not in _ABBREVIATION_ENDS
+        ):
+            number += 1
+        glued.append(bool(keys) and not gap)
+        keys.append(word.lower().replace(",", "") if word[0].isdigit() else word.lower())
+        starts.append(folded.starts[m.start()])
+        ends.append(folded.ends[m.end() - 1])
+        comma.append("," in gap or ";" in gap)
+        sentence.append(number)
+        depth = max(0, depth + gap.count("(") - gap.count(")"))
+        parens.append(depth > 0)
+        last_end = m.end()
+    return _Tokens(
+        tuple(keys),
+        tuple(starts),
+        tuple(ends),
+        tuple(comma),
+        tuple(glued),
+        tuple(sentence),
+        tuple(parens),
+    )
+
+
+@lru_cache(maxsize=256)
+def _abstract_tokens(abstract: str) -> _Tokens:
+    return _tokenize(abstract)
+
+
+def _root(word: str) -> str:
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def is_variant(quoted: str, original: str) -> bool:
+    """True when `quoted` may stand for `original` as a changed word (see the module)."""
+    if quoted == original:
+        return True
+    if not quoted.isalpha() or not original.isalpha():
+        return False  # numbers never change
+    if _root(quoted) == _root(original):
+        return True
+    if quoted in POLARITY or original in POLARITY:
+        return False
+    if any(quoted in forms and original in forms for forms in _FORMS):
+        return True
+    return (
+        min(len(quoted), len(original)) >= 5
+        and quoted[:2] == original[:2]
+        and Levenshtein.distance(quoted, original, score_cutoff=2) <= 2
+    )
+
+
+@dataclass(frozen=True, order=True)
+class _Cost:
+    edits: int = 0
+    changed: int = 0
+    articles: int = 0
+    skips: int = 0
+    footnotes: int = 0
+
+    def add(self, **kw: int) -> _Cost | None:
+        cost = _Cost(
+            self.edits + sum(kw.values()),
+            self.changed + kw.get("changed", 0),
+            self.articles + kw.get("articles", 0),
+            self.skips + kw.get("skips", 0),
+            self.footnotes + kw.get("footnotes", 0),
+        )
+        if (
+            cost.changed > MAX_CHANGED_WORDS
+            or cost.articles > MAX_ARTICLES
+            or cost.skips > MAX_LIST_SKIPS
+            or cost.footnotes > MAX_FOOTNOTES
+        ):
+            return None
+        return cost
+
+
+def align(abstract: str, evidence: str) -> tuple[int, int] | None:
+    """The span of the abstract that near-verbatim `evidence` stands for, or None."""
+    pieces = [p for p in _ELLIPSIS.split(evidence) if _TOKEN.search(p)]
+    if not pieces:
+        return None
+    quote: list[str] = []
+    piece_starts: set[int] = set()
+    for piece in pieces:
+        piece_starts.add(len(quote))
+        quote.extend(_tokenize(piece).keys)
+    piece_starts.discard(0)
+    if len(quote) < MIN_TOKENS:
+        return None
+    text = _abstract_tokens(abstract)
+    needed = max(3, -(-len(quote) * int(MIN_EXACT_SHARE * 100) // 100))
+    best: tuple[_Cost, int, int] | None = None
+    for lo, hi in _candidate_windows(text, quote, needed):
+        found = _align_window(text, lo, hi, quote, piece_starts, needed)
+        if found is not None and (best is None or found[0] < best[0]):
+            best = found
+    if best is None:
+        return None
+    _cost, first, last = best
+    return text.starts[first], text.ends[last]
+
+
+def _candidate_windows(text: _Tokens, quote: list[str], needed: int) -> list[tuple[int, int]]:
+    """Token ranges of one sentence, or two in a row, sharing at least `needed` quote tokens."""
+    bounds: list[tuple[int, int]] = []
+    start = 0
+    for i in range(1, len(text.keys) + 1):
+        if i == len(text.keys) or text.sentence[i] != text.sentence[i - 1]:
+            bounds.append((start, i))
+            start = i
+    wanted = set(quote)
+    windows = []
+    for k, (lo, hi) in enumerate(bounds):
+        for lo2, hi2 in ((lo, hi), (lo, bounds[k + 1][1]) if k + 1 < len(bounds) else (lo, hi)):
+            if (lo2, hi2) in windows:
+                continue
+            shared = len(wanted & set(text.keys[lo2:hi2]))
+            if shared >= min(needed, len(wanted)):
+                windows.append((lo2, hi2))
+    return windows
+
+
+def _align_window(
+    text: _Tokens, lo: int, hi: int, quote: list[str], piece_starts: set[int], needed: int
+) -> tuple[_Cost, int, int] | None:
+    """The cheapest alignment of the whole quote inside tokens [lo, hi): (cost, first, last)."""
+    keys = text.keys
+    m = len(quote)
+    # state (i quote tokens consumed, next abstract token j) -> (cost, exact, first, last)
+    State = tuple[_Cost, int, int, int]
+    best: dict[tuple[int, int], State] = {}
+
+    def offer(i: int, j: int, state: State) -> None:
+        old = best.get((i, j))
+        if old is None or (state[0], -state[1]) < (old[0], -old[1]):
+            best[(i, j)] = state
+
+    for j in range(lo, hi):
+        offer(0, j, (_Cost(), 0, -1, -1))
+    finals: list[State] = []
+    for j in range(lo, hi + 1):
+        for i in range(m + 1):
+            state = best.get((i, j))
+            if state is None:
+                continue
+            cost, exact, first, last = state
+            if i == m:
+                if exact >= needed:
+                    finals.append(state)
+                continue
+            q = quote[i]
+            started = first >= 0
+
+            def step(di: int, dj: int, new_cost: _Cost | None, gain: int) -> None:
+                if new_cost is None:
+                    return
+                f = first if started else j
+                offer(i + di, j + dj, (new_cost, exact + gain, f, j + dj - 1 if dj else last))
+
+            if j < hi:
+                a = keys[j]
+                if q == a:
+                    step(1, 1, cost, 1)
+                elif is_variant(q, a):
+                    step(1, 1, cost.add(changed=1), 0)
+                if i + 1 < m and q + quote[i + 1] == a and not a.isdigit():
+                    step(2, 1, cost, 2)
+                if j + 1 < hi and q == a + keys[j + 1] and not q.isdigit():
+                    step(1, 2, cost, 1)
+                if started and a in ARTICLES and (c := cost.add(articles=1)) is not None:
+                    offer(i, j + 1, (c, exact, first, last))
+                if started and _is_footnote(text, j):
+                    if (c := cost.add(footnotes=1)) is not None:
+                        offer(i, j + 1, (c, exact, first, last))
+                if started:
+                    for k in range(j + 1, min(hi, j + MAX_LIST_RUN) + 1):
+                        if text.sentence[k - 1] != text.sentence[j]:
+                            break
+                        if _is_list_run(text, j, k) and (c := cost.add(skips=1)) is not None:
+                            offer(i, k, (c, exact, first, last))
+                    if i in piece_starts:
+                        for k in range(j + 1, hi + 1):
+                            if text.sentence[k - 1] != text.sentence[j] or (
+                                keys[k - 1] in NEGATIONS and not text.in_parens[k - 1]
+                            ):
+                                break
+                            offer(i, k, state)
+            if q in ARTICLES:
+                if (c := cost.add(articles=1)) is not None:
+                    offer(i + 1, j, (c, exact, first, last))
+    if not finals:
+        return None
+    cost, _exact, first, last = min(finals, key=lambda s: (s[0], s[3] - s[2]))
+    return cost, first, last
+
+
+def _is_footnote(text: _Tokens, j: int) -> bool:
+    key = text.keys[j]
+    if not (key.isdigit() and len(key) <= 2):
+        return False
+    glued_after = j + 1 < len(text.keys) and text.glued_before[j + 1]
+    return text.glued_before[j] or glued_after
+
+
+def _is_list_run(text: _Tokens, j: int, k: int) -> bool:
+    run = text.keys[j:k]
+    if any(w in POLARITY for w in run):
+        return False
+    if run == ("respectively",):
+        return True
+    comma_after = k < len(text.keys) and text.comma_before[k]
+    return run[0] in ("and", "or") or text.comma_before[j] or comma_after

@@ -1,0 +1,721 @@
+"""What in an abstract supports a name, a number or a tag that a model put in an answer.
+
+Everything a reader sees is checked against the abstract (pipeline/stages/ calls these):
+
+- `name_supported(name, abstract)`: a dataset, baseline, keyword or a name in a TL;DR
+  occurs in the abstract, tolerant of presentation only:
+  - case, typography (Unicode dashes, quotes, TeX), hyphens and spaces ("CIFAR-10" =
+    "CIFAR10" = "CIFAR 10"), and a plural "s" ("GANs" = "GAN");
+  - a list is checked item by item ("MNIST, CIFAR-10 and SVHN");
+  - generic words may be added or left out ("the CIFAR-10 dataset", "strong baselines");
+    every other word must occur in the abstract, and the parts of a hyphenated or glued
+    compound ("BERT-large", "ResNet50") in order, at most `COMPOUND_GAP` words apart;
+  - abbreviation forms: an acronym for a run of the abstract's words ("GAN" for "generative
+    adversarial network"), a run of words for an acronym of the abstract, and the fixed
+    forms of `ABBREVIATIONS` ("En-De" for "English-German");
+  - every number must be a number of the abstract.
+- `foreign_numbers(text, allowed)`: numbers of `text` missing from `allowed`, with digits
+  folded first (superscripts, full-width digits) and digits glued to a word counted.
+- `name_tokens(text)`: the acronyms and capitalized names of a sentence (what a TL;DR must
+  not invent).
+- `supported_tags(abstract, taxonomy)`: the taxonomy tags for which the abstract gives some
+  support (see `pipeline.offline.tags.support`): a label, synonym or cue phrase of the tag,
+  the words of its id, a contribution cue, or support for a narrower tag.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+from typing import Any
+
+from pipeline.spans import fold
+from pipeline.taxonomy import Taxonomy
+from pipeline.text import NUMBER_RE
+
+COMPOUND_GAP = 2  # words allowed between the parts of a compound ("English-to-German")
+MAX_SUPPORT_CHARS = 20_000  # tags are checked against the start of a longer text
+
+# Words a name may add or leave out: what kind of thing it is, not which one.
+GENERIC_WORDS = frozenset(
+    """
+    a an the of on in for with and or to by at from via using under over per vs versus
+    dataset datasets data set sets benchmark benchmarks task tasks suite corpus corpora
+    collection split test testing train training validation evaluation environment
+    environments domain domains problem problems setting settings experiment experiments
+    standard baseline baselines method methods approach approaches model models technique
+    techniques algorithm algorithms framework frameworks system systems architecture
+    architectures network networks variant variants version versions implementation
+    prior previous existing state art sota competing conventional traditional classical
+    other others several multiple various common popular well known strong recent current
+    original vanilla plain naive simple default full base standard counterpart counterparts
+    alternative alternatives related work works literature ones one its their our this
+    proposed new novel best leading modern typical widely used based like style type
+    driven aware inspired level wise specific sized
+    """.split()
+)
+# Fixed abbreviation forms: each key stands for its value and the value for the key.
+ABBREVIATIONS: dict[str, str] = {
+    "en": "english",
+    "de": "german",
+    "fr": "french",
+    "ro": "romanian",
+    "zh": "chinese",
+    "ja": "japanese",
+    "ptb": "penn treebank",
+    "wsj": "wall street journal",
+    "sst": "stanford sentiment treebank",
+    "lm": "language model",
+    "nmt": "neural machine translation",
+    "mt": "machine translation",
+    "rl": "reinforcement learning",
+    "nlp": "natural language processing",
+    "sota": "state of the art",
+    "w o": "without",
+}
+_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+")
+_LIST_SEPARATORS = re.compile(r"\s*(?:[,;/&]|\band\b|\bor\b|\bvs\.?|\bversus\b)\s*", re.I)
+_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹₀₁₂₃₄₅₆₇₈₉", "01234567890123456789")
+_GLUED_DIGITS = re.compile(r"(?<=[^\W\d_])\d+(?:[.,]\d+)*|\d+(?:[.,]\d+)*(?=[^\W\d_])")
+_MARKUP = re.compile(r"[\\$*_{}^`]")  # TeX or Markdown that spans.fold reads through
+_NAME_TOKEN = re.compile(r"[^\s,;:()\[\]{}\"“”‘’]+")
+
+
+def _stem(token: str) -> str:
+    """A plural folded onto its singular (consistently, not linguistically)."""
+    if len(token) <= 3 or not token.endswith("s") or token.endswith(("ss", "us", "is")):
+        return token
+    if token.endswith("ies") and len(token) > 4:
+        return token[:-3] + "y"
+    if token.endswith(("sses", "xes", "ches", "shes")):
+        return token[:-2]
+    return token[:-1]
+
+
+def tokens(text: str) -> list[str]:
+    """Lowercase word and number tokens of `text` after folding typography; letters and
+    digits split apart ("ResNet50" -> resnet, 50), plural "s" dropped."""
+    if _MARKUP.search(text) or not text.isascii():  # markup and symbols as spans.fold reads them
+        text = fold(text).text
+    folded = text.lower()
+    if not folded.isascii():  # ligatures and full-width forms unfold, accents fold away
+        folded = unicodedata.normalize("NFKC", folded.translate(_SUPERSCRIPTS))
+        folded = "".join(
+            ch for ch in unicodedata.normalize("NFKD", folded) if not unicodedata.combining(ch)
+        )
+    return [_stem(t) if not t[0].isdigit() else t.replace(",", "") for t in _TOKEN.findall(folded)]
+
+
+@dataclass(frozen=True)
+class AbstractIndex:
+    """An abstract's tokens, their positions, numbers and acronyms (built once per text)."""
+
+    sequence: tuple[str, ...]
+    positions: dict[str, tuple[int, ...]]
+    numbers: frozenset[str]
+    acronyms: dict[str, int]  # all-caps tokens of the abstract, lowercased
+    lemmas: bool = False  # the sequence holds lemmas (`lemma`), not tokens
+
+    @cached_property
+    def initials(self) -> frozenset[str]:
+        """Initials of every run of 2-6 words ("gan", "ptb"), all words or content words
+        only (built when an acronym is first checked: a 1 MB abstract seldom needs it)."""
+        words = [t for t in self.sequence if not t[0].isdigit()]
+        content = [t for t in words if t not in _SMALL_WORDS]
+        out: set[str] = set()
+        for run in (words, content):
+            firsts = [w[0] for w in run]
+            for size in range(2, 7):
+                for i in range(len(firsts) - size + 1):
+                    out.add("".join(firsts[i : i + size]))
+        return frozenset(out)
+
+    def has_run(self, parts: list[str], gap: int = 0) -> bool:
+        """True when `parts` occur in this order, at most `gap` tokens apart."""
+        if not parts:
+            return True
+        for start in self.positions.get(parts[0], ()):
+            at = start
+            for part in parts[1:]:
+                nxt = [p for p in self.positions.get(part, ()) if at < p <= at + 1 + gap]
+                if not nxt:
+                    break
+                at = nxt[0]
+            else:
+                return True
+        return False
+
+
+@lru_cache(maxsize=256)
+def abstract_index(abstract: str) -> AbstractIndex:
+    """The index of one abstract (memoized: every field of its answers asks)."""
+    seq = tuple(tokens(abstract))
+    positions: dict[str, list[int]] = {}
+    for i, t in enumerate(seq):
+        positions.setdefault(t, []).append(i)
+    acronyms = {
+        m.group(0).lower().rstrip("s"): 1
+        for m in re.finditer(r"\b[A-Z][A-Z0-9]*[A-Z]s?\b", abstract)
+    }
+    numbers = frozenset(t for t in seq if t[0].isdigit()) | frozenset(
+        m.group(0).replace(",", "") for m in NUMBER_RE.finditer(abstract)
+    )
+    return AbstractIndex(seq, {k: tuple(v) for k, v in positions.items()}, numbers, acronyms)
+
+
+_SMALL_WORDS = frozenset("a an the of on in for with and or to by at from via".split())
+
+
+def name_supported(name: str, abstract: str) -> bool:
+    """True when `name` (a dataset, baseline, keyword, or a name in a sentence) occurs in the
+    abstract up to presentation and abbreviation (see the module docstring)."""
+    name = name.strip()
+    if not name or _verbatim(name, abstract):
+        return True
+    parts = [p for p in _LIST_SEPARATORS.split(name) if p and p.strip()]
+    for index in _name_indexes(abstract):
+        if _supported_part(name, index):
+            return True
+        if len(parts) > 1 and all(_supported_part(p, index) for p in parts):
+            return True
+    return False
+
+
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+_LINE_HYPHEN = re.compile(r"(?<=[^\W\d_])- +(?=[^\W\d_])")
+
+
+def _name_indexes(abstract: str) -> Iterator[AbstractIndex]:
+    """The abstract as written, with words glued at a case change split ("photorealisticAI2THOR"
+    -> "photorealistic AI2THOR") and with PDF line-break hyphens joined ("poli- cies"), and the
+    lemmas of that last one ("hierarchically structured policies" has "hierarchical policy");
+    each built only when the one before did not have the name."""
+    yield abstract_index(abstract)
+    yield abstract_index(_CAMEL.sub(" ", abstract))
+    joined = _LINE_HYPHEN.sub("", abstract)
+    yield abstract_index(joined)
+    yield _lemma_index(joined)
+
+
+@lru_cache(maxsize=64)
+def _lowered(abstract: str) -> tuple[str, ...]:
+    """The abstract in lowercase, as written and with markup folded away ("**C**onflict")."""
+    low = abstract.lower()
+    folded = fold(abstract).text.lower() if _MARKUP.search(abstract) else low
+    return (low,) if folded == low else (low, folded)
+
+
+def _verbatim(name: str, abstract: str) -> bool:
+    """The name as written, any case, as whole words of the abstract (the common case)."""
+    low = name.lower()
+    return any(_whole_words(low, text) for text in _lowered(abstract))
+
+
+def _whole_words(low: str, text: str) -> bool:
+    at = text.find(low)
+    while at >= 0:
+        before = text[at - 1] if at else " "
+        after = text[at + len(low)] if at + len(low) < len(text) else " "
+        if not (before.isalnum() and low[0].isalnum()) and not (
+            after.isalnum() and low[-1].isalnum()
+        ):
+            return True
+        at = text.find(low, at + 1)
+    return False
+
+
+def _supported_part(name: str, index: AbstractIndex) -> bool:
+    norm = (lambda t: lemma(t)) if index.lemmas else (lambda t: t)
+    whole = [norm(t) for t in tokens(name)]
+    if not whole:
+        return True
+    if index.has_run(whole):
+        return True
+    for compound in name.split():
+        parts = [
+            norm(p) for p in tokens(compound) if p not in GENERIC_WORDS or p[0].isdigit()
+        ]
+        if not parts:
+            continue
+        if not _compound_supported(parts, index):
+            return False
+    return True
+
+
+def _compound_supported(parts: list[str], index: AbstractIndex) -> bool:
+    if index.has_run(parts, COMPOUND_GAP):
+        return True
+    joined = " ".join(parts)
+    if joined in ABBREVIATIONS and index.has_run(ABBREVIATIONS[joined].split(), COMPOUND_GAP):
+        return True
+    long_forms = [k for k, v in ABBREVIATIONS.items() if v == joined]
+    if any(index.has_run(k.split()) for k in long_forms):
+        return True
+    if len(parts) > 1:
+        # A hyphenated pair of fixed forms ("En-De" for "English-German").
+        expanded = [ABBREVIATIONS.get(p, p) for p in parts]
+        if expanded != parts and index.has_run(" ".join(expanded).split(), COMPOUND_GAP):
+            return True
+    years = [("20" + p if len(p) == 2 and p.isdigit() else p) for p in parts]
+    if years != parts and (index.has_run(years, COMPOUND_GAP) or index.has_run(
+        [("19" + p if len(p) == 2 and p.isdigit() else p) for p in parts], COMPOUND_GAP
+    )):
+        return True  # "WMT'14" for "WMT 2014"
+    letters = "".join(parts)
+    if len(parts) == 1 and letters.isalpha() and 2 <= len(letters) <= 6:
+        # an acronym of a run of the abstract's words ("GAN" for "generative adversarial nets")
+        if letters in index.initials:
+            return True
+    if len(parts) >= 2 and all(p.isalpha() for p in parts):
+        # a run of words whose acronym the abstract uses
+        if "".join(p[0] for p in parts) in index.acronyms:
+            return True
+    return False
+
+
+def foreign_numbers(text: str, allowed: frozenset[str] | set[str]) -> list[str]:
+    """Numbers written in `text` (superscript and full-width digits folded, digits glued to a
+    word included) that are not in `allowed`, in order, each once."""
+    folded = unicodedata.normalize("NFKC", text.translate(_SUPERSCRIPTS))
+    found = [m.group(0).replace(",", "") for m in NUMBER_RE.finditer(folded)]
+    found += [m.group(0).replace(",", "") for m in _GLUED_DIGITS.finditer(folded)]
+    out: list[str] = []
+    for number in found:
+        bare = number.rstrip(".")
+        if bare not in allowed and bare not in out:
+            out.append(bare)
+    return out
+
+
+_DIGITS = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def numbers_and_names(text: str) -> tuple[list[str], list[str]]:
+    """(quantities, named numbers) written in `text`: a number after a letter in the same
+    word ("CIFAR-10", "ResNet50", "GPT-4", "x50") belongs to a name, and the word is
+    returned whole; every other number ("35.2%", "3.28x", "10k") is a quantity."""
+    folded = unicodedata.normalize("NFKC", text.translate(_SUPERSCRIPTS))
+    quantities: list[str] = []
+    names: list[str] = []
+    for word in folded.split():
+        if not any(ch.isdigit() for ch in word):
+            continue
+        core = word.strip(".,;:!?()[]{}\"'")
+        for m in _DIGITS.finditer(core):
+            before = core[: m.start()]
+            if _LETTER.search(before):
+                if core not in names:
+                    names.append(core)
+            else:
+                quantities.append(m.group(0).replace(",", ""))
+    return quantities, names
+
+
+def ungrounded_numbers(text: str, evidence: str, abstract: str) -> list[str]:
+    """What of the numbers in `text` (a claim's statement) is not grounded: each quantity
+    must be a number of `evidence`, each named number ("CIFAR-10") a name of the abstract."""
+    quantities, names = numbers_and_names(text)
+    have_q, have_n = numbers_and_names(evidence)
+    known = set(have_q) | {m.group(0).replace(",", "") for n in have_n for m in _DIGITS.finditer(n)}
+    out = [q for q in quantities if q not in known]
+    out += [n for n in names if not name_supported(n, abstract)]
+    return list(dict.fromkeys(out))
+
+
+# Word pairs of opposite meaning: a statement that says one where its evidence says the
+# other (and not the first) contradicts it ("slower" for "faster", "black-box" for
+# "white-box"). Compared as lemmas.
+ANTONYMS: tuple[tuple[str, str], ...] = (
+    ("faster", "slower"),
+    ("better", "worse"),
+    ("best", "worst"),
+    ("higher", "lower"),
+    ("highest", "lowest"),
+    ("larger", "smaller"),
+    ("largest", "smallest"),
+    ("more", "less"),
+    ("more", "fewer"),
+    ("increase", "decrease"),
+    ("increase", "reduce"),
+    ("improve", "degrade"),
+    ("improve", "hurt"),
+    ("outperform", "underperform"),
+    ("robust", "vulnerable"),
+    ("robust", "fragile"),
+    ("white", "black"),
+    ("positive", "negative"),
+    ("success", "failure"),
+    ("efficient", "inefficient"),
+    ("stable", "unstable"),
+    ("accurate", "inaccurate"),
+    ("above", "below"),
+    ("gain", "loss"),
+    ("strong", "weak"),
+    ("easy", "hard"),
+    ("superior", "inferior"),
+    ("maximize", "minimize"),
+    ("supervised", "unsupervised"),
+    ("linear", "nonlinear"),
+    ("convex", "nonconvex"),
+    ("sparse", "dense"),
+    ("online", "offline"),
+    ("competitive", "uncompetitive"),
+    ("consistent", "inconsistent"),
+)
+def _lemmas(text: str) -> set[str]:
+    return {lemma(t) for t in tokens(text)}
+
+
+def contradictions(statement: str, evidence: str) -> list[str]:
+    """Where a statement says the opposite of its evidence: an antonym of a word the evidence
+    uses (and the statement does not). A dropped negation is not caught: statements say
+    "keeps accuracy" for "without decreasing accuracy" too often."""
+    said, shown = _lemmas(statement), _lemmas(evidence)
+    out = []
+    for a, b in ANTONYMS:
+        for x, y in ((a, b), (b, a)):
+            lx, ly = lemma(x), lemma(y)
+            if lx in said and ly in shown and lx not in shown and ly not in said:
+                out.append(f"{x!r} where its evidence says {y!r}")
+    return out
+
+
+def statement_problems(
+    statement: str, evidence: str, abstract: str, context: str | None = None
+) -> list[str]:
+    """What a claim's statement shows that its evidence (numbers; `context`, the sentences
+    the evidence lies in, when given) or the abstract (names) does not, or where it
+    contradicts its evidence; [] when it is grounded."""
+    problems = [f"{n!r}, which its evidence does not hold" for n in
+                ungrounded_numbers(statement, context or evidence, abstract)]  # fmt: skip
+    unknown = [n for n in name_tokens(statement) if not name_supported(n, abstract)]
+    problems += [f"{n!r}, which the abstract does not name" for n in dict.fromkeys(unknown)]
+    problems += contradictions(statement, evidence)
+    return problems
+
+
+def name_tokens(sentence: str) -> list[str]:
+    """The acronyms and capitalized names of a sentence: words with a capital after their
+    first character ("GLUE", "ResNet", "IC3Net"), with a digit and a letter ("x50", "GPT-4"),
+    or capitalized in the middle of the sentence ("Adam", "Atari")."""
+    out: list[str] = []
+    previous = ""
+    for m in _NAME_TOKEN.finditer(sentence):
+        word = m.group(0).strip(".!?'\"’")
+        if word.endswith(("'s", "’s")):
+            word = word[:-2]
+        starts_sentence = not previous or previous.endswith((".", ":", "!", "?"))
+        previous = m.group(0)
+        if not word or not any(ch.isalpha() for ch in word):
+            continue
+        parts = word.split("-")
+        if len(parts) > 1 and not any(p.isdigit() for p in parts):
+            # "GAN-generated", "VINS-initialized": the name is the name-like part
+            out += [p for p in parts if p and _name_like(p, starts_sentence and p == parts[0])]
+        elif _name_like(word, starts_sentence):
+            out.append(word)
+    return out
+
+
+def _name_like(word: str, starts_sentence: bool) -> bool:
+    letters = [ch for ch in word if ch.isalpha()]
+    if not letters:
+        return False
+    inner_capital = any(ch.isupper() for ch in letters[1:])
+    digit_and_letter = any(ch.isdigit() for ch in word)
+    capitalized = letters[0].isupper() and not starts_sentence and len(letters) > 1
+    return inner_capital or digit_and_letter or capitalized
+
+
+def supported_tags(abstract: str, taxonomy: Taxonomy) -> frozenset[str]:
+    """The tags of `taxonomy` the abstract gives some support for (memoized per abstract)."""
+    key = (abstract, id(taxonomy))
+    found = _SUPPORTED.get(key)
+    if found is None or found[0] is not taxonomy:
+        if len(_SUPPORTED) >= 64:
+            _SUPPORTED.pop(next(iter(_SUPPORTED)))
+        found = _SUPPORTED[key] = (taxonomy, _supported_tags(abstract, taxonomy))
+    return found[1]
+
+
+# Keyed by the taxonomy's identity: hashing a pydantic model walks every tag.
+_SUPPORTED: dict[tuple[str, int], tuple[Taxonomy, frozenset[str]]] = {}
+
+
+def _per_taxonomy(build: Any) -> Any:
+    """Memoize a function of the taxonomy by its identity (see _SUPPORTED)."""
+    cache: dict[int, tuple[Taxonomy, Any]] = {}
+
+    def get(taxonomy: Taxonomy) -> Any:
+        hit = cache.get(id(taxonomy))
+        if hit is None or hit[0] is not taxonomy:
+            if len(cache) >= 8:
+                cache.clear()
+            hit = cache[id(taxonomy)] = (taxonomy, build(taxonomy))
+        return hit[1]
+
+    return get
+
+
+def _supported_tags(abstract: str, taxonomy: Taxonomy) -> frozenset[str]:
+    from pipeline.offline.tags import support  # the offline matcher's phrase index
+
+    abstract = abstract[:MAX_SUPPORT_CHARS]
+    found = set(support(abstract, taxonomy))
+    lemmas = _lemma_index(abstract)
+    words = set(lemmas.positions)
+    vocabulary = _vocabulary(taxonomy)
+    for tag_id, phrases in _tag_phrases(taxonomy).items():
+        if tag_id in found:
+            continue
+        if any(lemmas.has_run(list(p), COMPOUND_GAP) for p in phrases if p[0] in words) or len(
+            vocabulary.get(tag_id, frozenset()) & words
+        ) >= _hits_needed(taxonomy, tag_id):
+            found.add(tag_id)
+    for umbrella, narrower in _narrower(taxonomy).items():
+        if narrower & found:
+            found.add(umbrella)
+    return frozenset(found)
+
+
+_LEMMA_SUFFIXES = (
+    "ations", "ation", "ions", "ion", "ings", "ing", "ies", "ed", "es", "s", "al", "ly", "e", "y"
+)
+
+
+def lemma(word: str) -> str:
+    """A crude lemma (memoized): up to two suffixes off ("exploring", "exploration" -> "explor";
+    "hierarchically" -> "hierarchic"), never below 4 letters."""
+    found = _LEMMAS.get(word)
+    if found is not None:
+        return found
+    out = word
+    for _ in range(2):
+        for suffix in _LEMMA_SUFFIXES:
+            if out.endswith(suffix) and len(out) - len(suffix) >= 4:
+                out = out[: -len(suffix)]
+                break
+        else:
+            break
+    if len(_LEMMAS) > 100_000:
+        _LEMMAS.clear()
+    _LEMMAS[word] = out
+    return out
+
+
+_LEMMAS: dict[str, str] = {}
+
+
+@lru_cache(maxsize=256)
+def _lemma_index(abstract: str) -> AbstractIndex:
+    base = abstract_index(abstract)
+    seq = tuple(lemma(t) for t in base.sequence)
+    positions: dict[str, list[int]] = {}
+    for i, t in enumerate(seq):
+        positions.setdefault(t, []).append(i)
+    return AbstractIndex(
+        seq,
+        {k: tuple(v) for k, v in positions.items()},
+        base.numbers,
+        base.acronyms,
+        lemmas=True,
+    )
+
+
+@_per_taxonomy
+def _tag_phrases(taxonomy: Taxonomy) -> dict[str, tuple[tuple[str, ...], ...]]:
+    """Tag id -> the lemma sequences of its id, label (parentheses left out) and
+    SUPPORT_PHRASES, small words left out; any of them in the abstract, in order, at most
+    COMPOUND_GAP words apart, supports the tag."""
+    out: dict[str, tuple[tuple[str, ...], ...]] = {}
+    for tag_id, tag in taxonomy.tags.items():
+        phrases = [tag_id.replace("-", " "), tag.label, *SUPPORT_PHRASES.get(tag_id, ())]
+        seqs = []
+        for phrase in phrases:
+            phrase = re.sub(r"\(.*?\)", " ", phrase)
+            words = tuple(lemma(t) for t in tokens(phrase) if t not in _SMALL_WORDS)
+            if words and words not in seqs:
+                seqs.append(words)
+        out[tag_id] = tuple(seqs)
+    return out
+
+
+# Phrasings that support a tag beyond the taxonomy's synonyms and the offline matcher's
+# rules: what a reader accepts as "the abstract says so" although it names the tag by no
+# phrase of its own. Matched like labels (lemmas, in order).
+SUPPORT_PHRASES: dict[str, tuple[str, ...]] = {
+    "new-method": (
+        "propose", "introduce", "present", "develop", "describe", "design", "novel", "new",
+        "method", "approach", "model", "framework", "algorithm", "technique", "architecture",
+        "improve", "outperform", "achieve",
+    ),
+    "empirical-study": (
+        "we study", "we investigate", "we analyze", "we analyse", "we examine", "we evaluate",
+        "we compare", "experiments", "empirical", "empirically", "analysis",
+    ),
+    "efficiency": (
+        "fast", "faster", "speedup", "speed up", "accelerate", "cheaper", "computational cost",
+        "memory usage", "memory footprint", "runtime", "wall clock", "training time",
+        "inference time", "scalable", "efficiently", "lightweight", "resource",
+    ),
+    "representation-learning": ("representation", "embedding", "latent space", "encoder"),
+    "generalization-ood": (
+        "generalize", "generalization", "out of distribution", "unseen", "domain shift",
+        "distribution shift", "overfitting", "overfit",
+    ),
+    "transfer-learning": ("transfer", "pretrained", "pre trained", "fine tune", "fine tuning",
+                          "domain adaptation", "source domain", "target domain"),
+    "robotics-control": ("robot", "robotic", "navigation", "locomotion", "manipulation",
+                         "continuous control", "control task", "simulator"),
+    "reinforcement-learning": ("reward", "policy", "policies", "agent", "q learning",
+                               "actor critic", "markov decision process"),
+    "deep-learning-theory": ("loss landscape", "loss surface", "theoretical", "theory",
+                             "expressivity", "expressive power", "implicit bias",
+                             "training dynamics", "overparameterized", "over parameterized"),
+    "optimization-algorithms": ("gradient descent", "sgd", "optimizer", "convergence",
+                                "optimization", "learning rate", "backpropagation", "adam"),
+    "regularization-objectives": ("regularization", "regularizer", "loss function",
+                                  "objective", "penalty"),
+    "cognitive-science": ("human", "humans", "cognitive", "psychology", "brain"),
+    "data-augmentation": ("augment", "augmentation", "augmented"),
+    "synthetic-data": ("synthetic", "generated data", "generate examples", "simulated data",
+                       "generated examples", "data generation"),
+}  # fmt: skip
+
+
+# Facets whose tags are judgments about the paper (its area, task, kind of contribution)
+# rather than named techniques: one distinctive word of the tag's vocabulary is support; a
+# technique (any other facet) needs two.
+JUDGMENT_FACETS = frozenset({"task", "area", "contribution"})
+
+
+def _hits_needed(taxonomy: Taxonomy, tag_id: str) -> int:
+    return 1 if taxonomy.facet_of[tag_id] in JUDGMENT_FACETS else 2
+MAX_TAGS_PER_WORD = 6  # a vocabulary word shared by more tags says too little
+_VOCABULARY_STOP = frozenset(
+    """
+    about across against also among any approach approaches architecture based between both
+    but can central contribution contributions data deep else evaluate evaluates existing
+    form general goal goes its learned learning main measuring method methods model models
+    network networks neural new not own paper phenomena rather than such that their them
+    they this those through used using what when where which while without work ml ai
+    system systems task tasks problem problems training train application applications
+    """.split()
+)
+
+
+@_per_taxonomy
+def _vocabulary(taxonomy: Taxonomy) -> dict[str, frozenset[str]]:
+    """Tag id -> distinctive word lemmas of its id, label, synonyms and definition (the
+    part before any ';', which sends the rest to neighbour tags)."""
+    raw: dict[str, set[str]] = {}
+    for tag_id, tag in taxonomy.tags.items():
+        definition = (tag.definition or "").split(";")[0]
+        definition = re.split(r"\b(?:goes|go) to\b", definition)[0]
+        text = " ".join([tag_id.replace("-", " "), tag.label, *tag.synonyms, definition])
+        raw[tag_id] = {
+            lemma(t)
+            for t in tokens(text)
+            if len(t) > 2 and not t[0].isdigit() and t not in _VOCABULARY_STOP
+            and t not in GENERIC_WORDS
+        }
+    counts: dict[str, int] = {}
+    for words in raw.values():
+        for w in words:
+            counts[w] = counts.get(w, 0) + 1
+    common = _common_lemmas()
+    return {
+        tag_id: frozenset(
+            w
+            for w in words
+            if counts[w] <= MAX_TAGS_PER_WORD
+            and (w not in common or w in {lemma(t) for t in tokens(tag_id.replace("-", " "))})
+        )
+        for tag_id, words in raw.items()
+    }
+
+
+@lru_cache(maxsize=1)
+def _common_lemmas() -> frozenset[str]:
+    """Lemmas of the words found in more than 2% of ML abstracts (pipeline/assign/
+    common_words.txt): one of them alone says nothing about a paper's topic."""
+    from pipeline.assign.affinity import common_words
+
+    return frozenset(lemma(w) for w in common_words())
+
+
+@_per_taxonomy
+def _narrower(taxonomy: Taxonomy) -> dict[str, frozenset[str]]:
+    """Umbrella tag -> tags whose definition sends part of it to them, or that extend its id
+    ("offline-rl" under "reinforcement-learning", "vision-transformers" under "transformers")."""
+    out: dict[str, set[str]] = {}
+    ids = list(taxonomy.tags)
+    for umbrella in ids:
+        for other in ids:
+            if other != umbrella and other.endswith("-" + umbrella.split("-")[-1]):
+                if set(umbrella.split("-")) <= set(other.split("-")):
+                    out.setdefault(umbrella, set()).add(other)
+    for umbrella, narrower in _UMBRELLAS.items():
+        if umbrella in taxonomy.tags:
+            out.setdefault(umbrella, set()).update(t for t in narrower if t in taxonomy.tags)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+_UMBRELLAS: dict[str, tuple[str, ...]] = {
+    "reinforcement-learning": (
+        "offline-rl",
+        "model-based-rl",
+        "imitation-learning",
+        "hierarchical-rl",
+        "multi-agent-learning",
+        "exploration",
+        "rlhf",
+        "rl-verifiable-rewards",
+    ),
+    "generative-modeling": (
+        "diffusion-models",
+        "flow-matching",
+        "normalizing-flows",
+        "generative-adversarial-networks",
+        "variational-autoencoders",
+        "energy-based-models",
+        "image-generation",
+        "text-generation",
+    ),
+    "interpretability": (
+        "mechanistic-interpretability",
+        "representation-analysis",
+        "probing",
+        "feature-attribution",
+        "counterfactual-explanations",
+        "data-attribution",
+        "sparse-autoencoders",
+    ),
+    "model-compression": ("pruning", "quantization", "low-rank-methods", "knowledge-distillation"),
+    "robustness": ("adversarial-robustness", "generalization-ood", "label-noise"),
+    "large-language-models": (
+        "llm-fine-tuning",
+        "parameter-efficient-fine-tuning",
+        "in-context-learning",
+        "prompting",
+        "chain-of-thought",
+        "llm-agents",
+        "rlhf",
+    ),
+    "efficiency": ("efficient-attention", "model-compression", "pruning", "quantization"),
+    "representation-learning": (
+        "self-supervised-learning",
+        "contrastive-learning",
+        "disentanglement",
+        "word-embeddings",
+        "metric-learning",
+    ),
+    "graph-learning": ("graph-neural-networks", "graph-anomaly-detection", "knowledge-graphs"),
+    "transformers": ("vision-transformers", "efficient-attention", "positional-encoding"),
+    "deep-learning-theory": ("learning-theory",),
+    "learning-theory": ("deep-learning-theory",),
+}
