@@ -314,7 +314,7 @@ def unground(stage: str, abstract: str, answer: dict[str, Any]) -> dict[str, Any
         words = str(out.get("tldr", "")).strip().rstrip(".").split()[:28] or ["The", "method"]
         out["tldr"] = f"{' '.join(words)}, improving accuracy by {_foreign_number(abstract)}%."
     elif stage == "tags":
-        out["tags"] = [UNGROUNDED_TAG, *list(out.get("tags", []))[:5]]
+        out["tags"] = [UNGROUNDED_TAG]  # no taxonomy id left: the answer is re-asked
     elif stage == "claims":
         fabricated = {
             "statement": "The method also solves protein folding.",

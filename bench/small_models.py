@@ -76,7 +76,13 @@ def load_corpus(split: str = "heldout", folder: Path = CORPUS) -> list[Entry]:
         a = answers[r["paper_id"]]
         out.append(
             Entry(
-                r["paper_id"], r["abstract"], r["split"], a["model"], a["tldr"], a["tags"], a["claims"]
+                r["paper_id"],
+                r["abstract"],
+                r["split"],
+                a["model"],
+                a["tldr"],
+                a["tags"],
+                a["claims"],
             )
         )
     return out
@@ -200,7 +206,9 @@ class CompliantModel:
             claim["value"] = found[0] if found else claim.get("value")
         if "statement has" in error:
             for n in re.findall(r"'([^']+)'", error.split("statement has", 1)[1]):
-                claim["statement"] = str(claim["statement"]).replace(n, str(claim.get("value") or ""))
+                claim["statement"] = str(claim["statement"]).replace(
+                    n, str(claim.get("value") or "")
+                )
         if "dataset" in error and "not named" in error:
             claim["dataset"] = None
         if "baseline" in error and "not named" in error:
@@ -224,7 +232,11 @@ def replay(entries: list[Entry], compliant: bool) -> Callable[[Call], str]:
     """The replay server's answer function."""
     if compliant:
         return CompliantModel(entries)
-    table = {(s, _key(e.abstract)): e.__dict__[s]["raw"] for e in entries for s in ("tldr", "tags", "claims")}
+    table = {
+        (s, _key(e.abstract)): e.__dict__[s]["raw"]
+        for e in entries
+        for s in ("tldr", "tags", "claims")
+    }
     return lambda call: table[call.stage, _key(call.abstract)]
 
 
@@ -397,7 +409,9 @@ def report(tally: Tally, *, label: str, verbose: bool = False) -> list[str]:
         f"  fabricated items leaked {c['leaked']} of {fabricated}"
         + (f": {'; '.join(tally.leaks)}" if tally.leaks else ""),
     ]
-    models = sorted({k.split(":")[0] for k in c if k.count(":") >= 1 and not k.startswith("fabricated")})
+    models = sorted(
+        {k.split(":")[0] for k in c if k.count(":") >= 1 and not k.startswith("fabricated")}
+    )
     for model in models:
         lines.append(
             f"    {model:<26} claims {_share(c[f'{model}:faithful_claims_kept'], c[f'{model}:faithful_claims'])}"
@@ -415,7 +429,9 @@ def categories(entries: list[Entry]) -> Counter:
     for e in entries:
         for f in e.tldr.get("fabricated") or []:
             out[f["category"]] += 1
-        out["unsupported_tag"] += sum(t["label"] == "fabricated" for t in e.tags.get("labels") or [])
+        out["unsupported_tag"] += sum(
+            t["label"] == "fabricated" for t in e.tags.get("labels") or []
+        )
         out["keyword"] += sum(k["label"] == "fabricated" for k in e.tags.get("keywords") or [])
         for item in e.claims.get("items") or []:
             if item["label"] == "fabricated":
@@ -440,6 +456,12 @@ def main(split: str, reasks: list[int], compliant: bool, verbose: bool) -> int:
                 tally, _run_dir, requests = run(
                     entries, Path(tmp), max_reasks=n, compliant=mode, name=name
                 )
-                label = f"max_reasks {n}" + (", compliant re-asks" if mode else ", re-asks replay the same answer")
-                print("\n".join(report(tally, label=f"{label} ({requests} requests)", verbose=verbose)))
+                label = f"max_reasks {n}" + (
+                    ", compliant re-asks" if mode else ", re-asks replay the same answer"
+                )
+                print(
+                    "\n".join(
+                        report(tally, label=f"{label} ({requests} requests)", verbose=verbose)
+                    )
+                )
     return 0

@@ -49,7 +49,7 @@ MIN_EXACT_SHARE = 0.6
 MIN_TOKENS = 4  # a shorter quote gets no tolerance at all
 
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+")
-_ELLIPSIS = re.compile(r"\s*(?:\[\s*\.\.\.+\s*\]|\(\s*\.\.\.+\s*\)|\.\.\.+)\s*")
+_ELLIPSIS = re.compile(r"\s*(?:[\[(]\s*(?:\.\.\.+|\u2026)\s*[\])]|\.\.\.+|\u2026)\s*")
 ARTICLES = frozenset({"a", "an", "the"})
 _FORMS = [
     frozenset({"is", "are", "was", "were", "be", "been", "being"}),
@@ -57,26 +57,154 @@ _FORMS = [
     frozenset({"do", "does", "did"}),
 ]
 POLARITY = frozenset(
-    """
-    not no nor never none neither cannot can't without non un nothing nobody lack lacks
-    lacking fail fails failed failing unable only except unlike although but however yet
-    worse worst better best more most less least fewer fewest higher highest lower lowest
-    larger largest smaller smallest faster fastest slower slowest greater greatest
-    increase increases increased increasing decrease decreases decreased decreasing
-    improve improves improved improving degrade degrades degraded degrading outperform
-    outperforms outperformed outperforming underperform underperforms underperformed
-    above below over under beyond min max minimum maximum up down gain gains loss losses
-    superior inferior positive negative true false correct incorrect all some few many
-    rarely seldom always often sometimes significantly marginally slightly
-    """.split()
+    [
+        "not",
+        "no",
+        "nor",
+        "never",
+        "none",
+        "neither",
+        "cannot",
+        "can't",
+        "without",
+        "non",
+        "un",
+        "nothing",
+        "nobody",
+        "lack",
+        "lacks",
+        "lacking",
+        "fail",
+        "fails",
+        "failed",
+        "failing",
+        "unable",
+        "only",
+        "except",
+        "unlike",
+        "although",
+        "but",
+        "however",
+        "yet",
+        "worse",
+        "worst",
+        "better",
+        "best",
+        "more",
+        "most",
+        "less",
+        "least",
+        "fewer",
+        "fewest",
+        "higher",
+        "highest",
+        "lower",
+        "lowest",
+        "larger",
+        "largest",
+        "smaller",
+        "smallest",
+        "faster",
+        "fastest",
+        "slower",
+        "slowest",
+        "greater",
+        "greatest",
+        "increase",
+        "increases",
+        "increased",
+        "increasing",
+        "decrease",
+        "decreases",
+        "decreased",
+        "decreasing",
+        "improve",
+        "improves",
+        "improved",
+        "improving",
+        "degrade",
+        "degrades",
+        "degraded",
+        "degrading",
+        "outperform",
+        "outperforms",
+        "outperformed",
+        "outperforming",
+        "underperform",
+        "underperforms",
+        "underperformed",
+        "above",
+        "below",
+        "over",
+        "under",
+        "beyond",
+        "min",
+        "max",
+        "minimum",
+        "maximum",
+        "up",
+        "down",
+        "gain",
+        "gains",
+        "loss",
+        "losses",
+        "superior",
+        "inferior",
+        "positive",
+        "negative",
+        "true",
+        "false",
+        "correct",
+        "incorrect",
+        "all",
+        "some",
+        "few",
+        "many",
+        "rarely",
+        "seldom",
+        "always",
+        "often",
+        "sometimes",
+        "significantly",
+        "marginally",
+        "slightly",
+    ]
 )
 # What an elision may not skip (outside parentheses): it would reverse what is kept.
 NEGATIONS = frozenset(
-    """
-    not no nor never none neither cannot can't without nothing nobody lack lacks lacking
-    fail fails failed failing unable but while whereas although though however yet unlike
-    except instead rather than
-    """.split()
+    [
+        "not",
+        "no",
+        "nor",
+        "never",
+        "none",
+        "neither",
+        "cannot",
+        "can't",
+        "without",
+        "nothing",
+        "nobody",
+        "lack",
+        "lacks",
+        "lacking",
+        "fail",
+        "fails",
+        "failed",
+        "failing",
+        "unable",
+        "but",
+        "while",
+        "whereas",
+        "although",
+        "though",
+        "however",
+        "yet",
+        "unlike",
+        "except",
+        "instead",
+        "rather",
+        "than",
+    ]
 ) - {"than"}
 _ABBREVIATION_ENDS = frozenset({"e", "g", "i", "eg", "ie", "al", "etc", "vs", "cf", "fig", "eq"})
 _SUFFIXES = ("ing", "ed", "es", "s", "ly", "e")
@@ -239,78 +367,99 @@ def _candidate_windows(text: _Tokens, quote: list[str], needed: int) -> list[tup
     return windows
 
 
+_State = tuple["_Cost", int, int, int]  # (cost, exact tokens, first and last aligned token)
+
+
+class _Table:
+    """The cheapest state per (quote tokens consumed, next abstract token)."""
+
+    def __init__(self) -> None:
+        self.best: dict[tuple[int, int], _State] = {}
+
+    def offer(self, i: int, j: int, state: _State) -> None:
+        """Keep `state` at (i, j) when it beats what is there (cost, then more exact)."""
+        old = self.best.get((i, j))
+        if old is None or (state[0], -state[1]) < (old[0], -old[1]):
+            self.best[(i, j)] = state
+
+
 def _align_window(
     text: _Tokens, lo: int, hi: int, quote: list[str], piece_starts: set[int], needed: int
 ) -> tuple[_Cost, int, int] | None:
     """The cheapest alignment of the whole quote inside tokens [lo, hi): (cost, first, last)."""
-    keys = text.keys
     m = len(quote)
-    # state (i quote tokens consumed, next abstract token j) -> (cost, exact, first, last)
-    State = tuple[_Cost, int, int, int]
-    best: dict[tuple[int, int], State] = {}
-
-    def offer(i: int, j: int, state: State) -> None:
-        old = best.get((i, j))
-        if old is None or (state[0], -state[1]) < (old[0], -old[1]):
-            best[(i, j)] = state
-
+    table = _Table()
     for j in range(lo, hi):
-        offer(0, j, (_Cost(), 0, -1, -1))
-    finals: list[State] = []
+        table.offer(0, j, (_Cost(), 0, -1, -1))
+    finals: list[_State] = []
     for j in range(lo, hi + 1):
         for i in range(m + 1):
-            state = best.get((i, j))
+            state = table.best.get((i, j))
             if state is None:
                 continue
-            cost, exact, first, last = state
             if i == m:
-                if exact >= needed:
+                if state[1] >= needed:
                     finals.append(state)
                 continue
-            q = quote[i]
-            started = first >= 0
-
-            def step(di: int, dj: int, new_cost: _Cost | None, gain: int) -> None:
-                if new_cost is None:
-                    return
-                f = first if started else j
-                offer(i + di, j + dj, (new_cost, exact + gain, f, j + dj - 1 if dj else last))
-
-            if j < hi:
-                a = keys[j]
-                if q == a:
-                    step(1, 1, cost, 1)
-                elif is_variant(q, a):
-                    step(1, 1, cost.add(changed=1), 0)
-                if i + 1 < m and q + quote[i + 1] == a and not a.isdigit():
-                    step(2, 1, cost, 2)
-                if j + 1 < hi and q == a + keys[j + 1] and not q.isdigit():
-                    step(1, 2, cost, 1)
-                if started and a in ARTICLES and (c := cost.add(articles=1)) is not None:
-                    offer(i, j + 1, (c, exact, first, last))
-                if started and _is_footnote(text, j):
-                    if (c := cost.add(footnotes=1)) is not None:
-                        offer(i, j + 1, (c, exact, first, last))
-                if started:
-                    for k in range(j + 1, min(hi, j + MAX_LIST_RUN) + 1):
-                        if text.sentence[k - 1] != text.sentence[j]:
-                            break
-                        if _is_list_run(text, j, k) and (c := cost.add(skips=1)) is not None:
-                            offer(i, k, (c, exact, first, last))
-                    if i in piece_starts:
-                        for k in range(j + 1, hi + 1):
-                            if text.sentence[k - 1] != text.sentence[j] or (
-                                keys[k - 1] in NEGATIONS and not text.in_parens[k - 1]
-                            ):
-                                break
-                            offer(i, k, state)
-            if q in ARTICLES:
-                if (c := cost.add(articles=1)) is not None:
-                    offer(i + 1, j, (c, exact, first, last))
+            _steps(table, text, hi, quote, piece_starts, i, j, state)
     if not finals:
         return None
     cost, _exact, first, last = min(finals, key=lambda s: (s[0], s[3] - s[2]))
     return cost, first, last
+
+
+def _steps(
+    table: _Table,
+    text: _Tokens,
+    hi: int,
+    quote: list[str],
+    piece_starts: set[int],
+    i: int,
+    j: int,
+    state: _State,
+) -> None:
+    """Offer every state one edit away from `state` at (i, j) (the edits of the module)."""
+    cost, exact, first, last = state
+    keys, q, started = text.keys, quote[i], first >= 0
+
+    def moved(di: int, dj: int, new_cost: _Cost | None, gain: int) -> None:
+        if new_cost is not None:
+            start = first if started else j
+            table.offer(i + di, j + dj, (new_cost, exact + gain, start, j + dj - 1))
+
+    def skipped(to: int, new_cost: _Cost | None) -> None:
+        if new_cost is not None:
+            table.offer(i, to, (new_cost, exact, first, last))
+
+    if j < hi:
+        a = keys[j]
+        if q == a:
+            moved(1, 1, cost, 1)
+        elif is_variant(q, a):
+            moved(1, 1, cost.add(changed=1), 0)
+        if i + 1 < len(quote) and q + quote[i + 1] == a and not a.isdigit():
+            moved(2, 1, cost, 2)  # "classifi cation" for "classification"
+        if j + 1 < hi and q == a + keys[j + 1] and not q.isdigit():
+            moved(1, 2, cost, 1)
+        if started and a in ARTICLES:
+            skipped(j + 1, cost.add(articles=1))
+        if started and _is_footnote(text, j):
+            skipped(j + 1, cost.add(footnotes=1))
+        if started:
+            for k in range(j + 1, min(hi, j + MAX_LIST_RUN) + 1):
+                if text.sentence[k - 1] != text.sentence[j]:
+                    break
+                if _is_list_run(text, j, k):
+                    skipped(k, cost.add(skips=1))
+        if started and i in piece_starts:  # an elision: skip freely within the sentence
+            for k in range(j + 1, hi + 1):
+                if text.sentence[k - 1] != text.sentence[j] or (
+                    keys[k - 1] in NEGATIONS and not text.in_parens[k - 1]
+                ):
+                    break
+                skipped(k, cost)
+    if q in ARTICLES and (c := cost.add(articles=1)) is not None:
+        table.offer(i + 1, j, (c, exact, first, last))
 
 
 def _is_footnote(text: _Tokens, j: int) -> bool:

@@ -48,14 +48,59 @@ _WORD = re.compile(r"[^\W_]+")
 # TeX commands that begin with a letter JSON reads as an escape (\b \f \n \r \t): written
 # with one backslash by a model, they are LaTeX, not a control character plus letters.
 _TEX_COMMANDS = frozenset(
-    """
-    bar beta bf bigcup bigcap binom bm boldsymbol bot bullet
-    frac forall footnote footnotesize
-    nabla neq nu neg not ni nmid nparallel nolimits noindent newline
-    rho rightarrow Rightarrow rangle rceil rfloor rm right
-    tau theta times tilde to top text textbf textit textrm texttt textsc textsf textsuperscript
-    textsubscript textasciitilde tfrac tt
-    """.split()
+    [
+        "bar",
+        "beta",
+        "bf",
+        "bigcup",
+        "bigcap",
+        "binom",
+        "bm",
+        "boldsymbol",
+        "bot",
+        "bullet",
+        "frac",
+        "forall",
+        "footnote",
+        "footnotesize",
+        "nabla",
+        "neq",
+        "nu",
+        "neg",
+        "not",
+        "ni",
+        "nmid",
+        "nparallel",
+        "nolimits",
+        "noindent",
+        "newline",
+        "rho",
+        "rightarrow",
+        "Rightarrow",
+        "rangle",
+        "rceil",
+        "rfloor",
+        "rm",
+        "right",
+        "tau",
+        "theta",
+        "times",
+        "tilde",
+        "to",
+        "top",
+        "text",
+        "textbf",
+        "textit",
+        "textrm",
+        "texttt",
+        "textsc",
+        "textsf",
+        "textsuperscript",
+        "textsubscript",
+        "textasciitilde",
+        "tfrac",
+        "tt",
+    ]
 )
 
 
@@ -83,7 +128,9 @@ def decode_answer(raw: str) -> Decoded:
         repairs.append("code_fence")
     start = _value_start(text)
     if start is None:
-        raise OutputValidationError("answer is not valid JSON (no JSON value)", kind="invalid_json", raw=raw)
+        raise OutputValidationError(
+            "answer is not valid JSON (no JSON value)", kind="invalid_json", raw=raw
+        )
     if start > 0 and "prose_around" not in repairs:
         repairs.append("prose_around")
     body = text[start:]

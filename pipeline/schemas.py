@@ -58,6 +58,6 @@ def llm_json_schema(model: type[BaseModel]) -> dict[str, Any]:
     out.pop("description", None)  # the model's docstring: for readers of the code, not models
     if defs:
         out["$defs"] = {k: strict(v) for k, v in defs.items()}
-        for model in out["$defs"].values():
-            model.pop("description", None)  # nested models' docstrings likewise
+        for definition in out["$defs"].values():
+            definition.pop("description", None)  # nested models' docstrings likewise
     return out

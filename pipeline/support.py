@@ -41,21 +41,150 @@ MAX_SUPPORT_CHARS = 20_000  # tags are checked against the start of a longer tex
 
 # Words a name may add or leave out: what kind of thing it is, not which one.
 GENERIC_WORDS = frozenset(
-    """
-    a an the of on in for with and or to by at from via using under over per vs versus
-    dataset datasets data set sets benchmark benchmarks task tasks suite corpus corpora
-    collection split test testing train training validation evaluation environment
-    environments domain domains problem problems setting settings experiment experiments
-    standard baseline baselines method methods approach approaches model models technique
-    techniques algorithm algorithms framework frameworks system systems architecture
-    architectures network networks variant variants version versions implementation
-    prior previous existing state art sota competing conventional traditional classical
-    other others several multiple various common popular well known strong recent current
-    original vanilla plain naive simple default full base standard counterpart counterparts
-    alternative alternatives related work works literature ones one its their our this
-    proposed new novel best leading modern typical widely used based like style type
-    driven aware inspired level wise specific sized
-    """.split()
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "on",
+        "in",
+        "for",
+        "with",
+        "and",
+        "or",
+        "to",
+        "by",
+        "at",
+        "from",
+        "via",
+        "using",
+        "under",
+        "over",
+        "per",
+        "vs",
+        "versus",
+        "dataset",
+        "datasets",
+        "data",
+        "set",
+        "sets",
+        "benchmark",
+        "benchmarks",
+        "task",
+        "tasks",
+        "suite",
+        "corpus",
+        "corpora",
+        "collection",
+        "split",
+        "test",
+        "testing",
+        "train",
+        "training",
+        "validation",
+        "evaluation",
+        "environment",
+        "environments",
+        "domain",
+        "domains",
+        "problem",
+        "problems",
+        "setting",
+        "settings",
+        "experiment",
+        "experiments",
+        "standard",
+        "baseline",
+        "baselines",
+        "method",
+        "methods",
+        "approach",
+        "approaches",
+        "model",
+        "models",
+        "technique",
+        "techniques",
+        "algorithm",
+        "algorithms",
+        "framework",
+        "frameworks",
+        "system",
+        "systems",
+        "architecture",
+        "architectures",
+        "network",
+        "networks",
+        "variant",
+        "variants",
+        "version",
+        "versions",
+        "implementation",
+        "prior",
+        "previous",
+        "existing",
+        "state",
+        "art",
+        "sota",
+        "competing",
+        "conventional",
+        "traditional",
+        "classical",
+        "other",
+        "others",
+        "several",
+        "multiple",
+        "various",
+        "common",
+        "popular",
+        "well",
+        "known",
+        "strong",
+        "recent",
+        "current",
+        "original",
+        "vanilla",
+        "plain",
+        "naive",
+        "simple",
+        "default",
+        "full",
+        "base",
+        "standard",
+        "counterpart",
+        "counterparts",
+        "alternative",
+        "alternatives",
+        "related",
+        "work",
+        "works",
+        "literature",
+        "ones",
+        "one",
+        "its",
+        "their",
+        "our",
+        "this",
+        "proposed",
+        "new",
+        "novel",
+        "best",
+        "leading",
+        "modern",
+        "typical",
+        "widely",
+        "used",
+        "based",
+        "like",
+        "style",
+        "type",
+        "driven",
+        "aware",
+        "inspired",
+        "level",
+        "wise",
+        "specific",
+        "sized",
+    ]
 )
 # Fixed abbreviation forms: each key stands for its value and the value for the key.
 ABBREVIATIONS: dict[str, str] = {
@@ -166,7 +295,25 @@ def abstract_index(abstract: str) -> AbstractIndex:
     return AbstractIndex(seq, {k: tuple(v) for k, v in positions.items()}, numbers, acronyms)
 
 
-_SMALL_WORDS = frozenset("a an the of on in for with and or to by at from via".split())
+_SMALL_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "on",
+        "in",
+        "for",
+        "with",
+        "and",
+        "or",
+        "to",
+        "by",
+        "at",
+        "from",
+        "via",
+    ]
+)
 
 
 def name_supported(name: str, abstract: str) -> bool:
@@ -235,9 +382,7 @@ def _supported_part(name: str, index: AbstractIndex) -> bool:
     if index.has_run(whole):
         return True
     for compound in name.split():
-        parts = [
-            norm(p) for p in tokens(compound) if p not in GENERIC_WORDS or p[0].isdigit()
-        ]
+        parts = [norm(p) for p in tokens(compound) if p not in GENERIC_WORDS or p[0].isdigit()]
         if not parts:
             continue
         if not _compound_supported(parts, index):
@@ -260,20 +405,28 @@ def _compound_supported(parts: list[str], index: AbstractIndex) -> bool:
         if expanded != parts and index.has_run(" ".join(expanded).split(), COMPOUND_GAP):
             return True
     years = [("20" + p if len(p) == 2 and p.isdigit() else p) for p in parts]
-    if years != parts and (index.has_run(years, COMPOUND_GAP) or index.has_run(
-        [("19" + p if len(p) == 2 and p.isdigit() else p) for p in parts], COMPOUND_GAP
-    )):
+    if years != parts and (
+        index.has_run(years, COMPOUND_GAP)
+        or index.has_run(
+            [("19" + p if len(p) == 2 and p.isdigit() else p) for p in parts], COMPOUND_GAP
+        )
+    ):
         return True  # "WMT'14" for "WMT 2014"
     letters = "".join(parts)
-    if len(parts) == 1 and letters.isalpha() and 2 <= len(letters) <= 6:
-        # an acronym of a run of the abstract's words ("GAN" for "generative adversarial nets")
-        if letters in index.initials:
-            return True
-    if len(parts) >= 2 and all(p.isalpha() for p in parts):
-        # a run of words whose acronym the abstract uses
-        if "".join(p[0] for p in parts) in index.acronyms:
-            return True
-    return False
+    # an acronym of a run of the abstract's words ("GAN" for "generative adversarial nets")
+    if (
+        len(parts) == 1
+        and letters.isalpha()
+        and 2 <= len(letters) <= 6
+        and (letters in index.initials)
+    ):
+        return True
+    # a run of words whose acronym the abstract uses
+    return (
+        len(parts) >= 2
+        and all(p.isalpha() for p in parts)
+        and "".join(p[0] for p in parts) in index.acronyms
+    )
 
 
 def foreign_numbers(text: str, allowed: frozenset[str] | set[str]) -> list[str]:
@@ -366,6 +519,8 @@ ANTONYMS: tuple[tuple[str, str], ...] = (
     ("competitive", "uncompetitive"),
     ("consistent", "inconsistent"),
 )
+
+
 def _lemmas(text: str) -> set[str]:
     return {lemma(t) for t in tokens(text)}
 
@@ -483,7 +638,20 @@ def _supported_tags(abstract: str, taxonomy: Taxonomy) -> frozenset[str]:
 
 
 _LEMMA_SUFFIXES = (
-    "ations", "ation", "ions", "ion", "ings", "ing", "ies", "ed", "es", "s", "al", "ly", "e", "y"
+    "ations",
+    "ation",
+    "ions",
+    "ion",
+    "ings",
+    "ing",
+    "ies",
+    "ed",
+    "es",
+    "s",
+    "al",
+    "ly",
+    "e",
+    "y",
 )
 
 
@@ -595,16 +763,87 @@ JUDGMENT_FACETS = frozenset({"task", "area", "contribution"})
 
 def _hits_needed(taxonomy: Taxonomy, tag_id: str) -> int:
     return 1 if taxonomy.facet_of[tag_id] in JUDGMENT_FACETS else 2
+
+
 MAX_TAGS_PER_WORD = 6  # a vocabulary word shared by more tags says too little
 _VOCABULARY_STOP = frozenset(
-    """
-    about across against also among any approach approaches architecture based between both
-    but can central contribution contributions data deep else evaluate evaluates existing
-    form general goal goes its learned learning main measuring method methods model models
-    network networks neural new not own paper phenomena rather than such that their them
-    they this those through used using what when where which while without work ml ai
-    system systems task tasks problem problems training train application applications
-    """.split()
+    [
+        "about",
+        "across",
+        "against",
+        "also",
+        "among",
+        "any",
+        "approach",
+        "approaches",
+        "architecture",
+        "based",
+        "between",
+        "both",
+        "but",
+        "can",
+        "central",
+        "contribution",
+        "contributions",
+        "data",
+        "deep",
+        "else",
+        "evaluate",
+        "evaluates",
+        "existing",
+        "form",
+        "general",
+        "goal",
+        "goes",
+        "its",
+        "learned",
+        "learning",
+        "main",
+        "measuring",
+        "method",
+        "methods",
+        "model",
+        "models",
+        "network",
+        "networks",
+        "neural",
+        "new",
+        "not",
+        "own",
+        "paper",
+        "phenomena",
+        "rather",
+        "than",
+        "such",
+        "that",
+        "their",
+        "them",
+        "they",
+        "this",
+        "those",
+        "through",
+        "used",
+        "using",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "without",
+        "work",
+        "ml",
+        "ai",
+        "system",
+        "systems",
+        "task",
+        "tasks",
+        "problem",
+        "problems",
+        "training",
+        "train",
+        "application",
+        "applications",
+    ]
 )
 
 
@@ -620,7 +859,9 @@ def _vocabulary(taxonomy: Taxonomy) -> dict[str, frozenset[str]]:
         raw[tag_id] = {
             lemma(t)
             for t in tokens(text)
-            if len(t) > 2 and not t[0].isdigit() and t not in _VOCABULARY_STOP
+            if len(t) > 2
+            and not t[0].isdigit()
+            and t not in _VOCABULARY_STOP
             and t not in GENERIC_WORDS
         }
     counts: dict[str, int] = {}
@@ -656,9 +897,12 @@ def _narrower(taxonomy: Taxonomy) -> dict[str, frozenset[str]]:
     ids = list(taxonomy.tags)
     for umbrella in ids:
         for other in ids:
-            if other != umbrella and other.endswith("-" + umbrella.split("-")[-1]):
-                if set(umbrella.split("-")) <= set(other.split("-")):
-                    out.setdefault(umbrella, set()).add(other)
+            if (
+                other != umbrella
+                and other.endswith("-" + umbrella.split("-")[-1])
+                and set(umbrella.split("-")) <= set(other.split("-"))
+            ):
+                out.setdefault(umbrella, set()).add(other)
     for umbrella, narrower in _UMBRELLAS.items():
         if umbrella in taxonomy.tags:
             out.setdefault(umbrella, set()).update(t for t in narrower if t in taxonomy.tags)

@@ -270,8 +270,14 @@ def test_content_faults_are_reasked(tmp_path, inputs, fault, self_correct):
         for stage, s in r["stages"].items()
     }
     if self_correct:
-        # One re-ask for exactly the faulted keys, then ok: nothing fails.
-        assert errors == []
+        # One re-ask for exactly the faulted keys, then ok: nothing fails. An invented claim
+        # the corrected answer leaves out is withdrawn, and says so (issue 20.2).
+        by_text = {r["id"]: r["abstract"] for r in summaries}
+        withdrawn = {(e["stage"], by_text[e["id"]]) for e in errors}
+        assert all(e["item"] == 0 and "withdrawn" in e["message"] for e in errors)
+        assert withdrawn == (
+            {k for k in predicted if k[0] == "claims"} if fault == "ungrounded" else set()
+        )
         assert {k for k, n in attempts.items() if n == 2} == predicted
         assert set(attempts.values()) == {1, 2}
         assert stats["reasks"] == stats["faults"][fault] == len(predicted)

@@ -1,3 +1,4 @@
+import json
 import re
 
 import pytest
@@ -78,8 +79,19 @@ def test_tags_resolve_synonyms_and_reject_unknown():
         TagsOutput.model_validate({"tags": ["quantum-gravity"], "keywords": []}, context=CTX)
     with pytest.raises(ValidationError, match="at least one"):
         TagsOutput.model_validate({"tags": [], "keywords": []}, context=CTX)
-    with pytest.raises(ValidationError, match="at most 5"):
-        TagsOutput.model_validate({"tags": ["GNN"], "keywords": list("abcdef")}, context=CTX)
+    with pytest.raises(ValidationError, match="short phrases"):
+        TagsOutput.model_validate({"tags": ["GNN"], "keywords": ["a b c d e f"]}, context=CTX)
+
+
+def test_tags_beyond_the_limits_are_cut_with_a_note_not_rejected():
+    from pipeline.prompts import PACKAGE_PROMPTS_DIR
+    from pipeline.stages import build_stages
+
+    stage = build_stages(("tags",), PACKAGE_PROMPTS_DIR, TAX)["tags"]
+    words = ["DR-GGAD", "AUROC", "GGAD", "graph", "anomaly", "detection"]
+    raw = json.dumps({"tags": ["anomaly-detection"], "keywords": words})
+    parsed = stage.accept(raw, ABSTRACT)
+    assert parsed.output["keywords"] == words[:5] and "keywords_cut" in parsed.repairs
 
 
 def test_claim_grounding_accepts_whitespace_variants_and_records_span():
@@ -95,9 +107,9 @@ def test_claim_grounding_accepts_whitespace_variants_and_records_span():
     [
         (
             {"evidence": "mean AUROC +5.41% over the best prior GGAD"},
-            "not verbatim",
+            "not in the abstract",
         ),
-        ({"evidence": "mean AUROC of +5.14% over all prior methods"}, "not verbatim"),
+        ({"evidence": "mean AUROC of +5.14% over all prior methods"}, "not in the abstract"),
         ({"value": "12.59"}, "does not occur in its evidence"),
         ({"value": None}, "needs a numeric value"),
         ({"kind": "speculative"}, "kind"),
@@ -134,24 +146,36 @@ def test_strict_llm_schema_requires_every_field_and_hides_computed_span():
     assert "default" not in str(tags)
 
 
-def test_the_tags_prompt_lists_every_id_once_and_says_the_first_is_primary():
+def test_the_tags_prompt_lists_the_supported_ids_once_and_says_the_first_is_primary():
     from pipeline.prompts import PACKAGE_PROMPTS_DIR
     from pipeline.stages import build_stages
+    from pipeline.support import supported_tags
     from pipeline.taxonomy import load_taxonomy
 
     taxonomy = load_taxonomy(PACKAGE_PROMPTS_DIR / "taxonomy.yaml")
     stage = build_stages(("tags",), PACKAGE_PROMPTS_DIR, taxonomy)["tags"]
-    system, user = stage.messages("An abstract.")
+    # The fields hold the whole taxonomy (they enter the prompt hash) ...
+    ids = re.findall(r"[a-z0-9]+(?:-[a-z0-9]+)+|[a-z0-9]+", stage.fields["taxonomy"])
+    assert sorted(i for i in ids if i in taxonomy.tags) == sorted(taxonomy.ids)
+    # ... and a request offers only what the abstract supports, each id once.
+    abstract = (
+        "We prune graph neural networks for graph anomaly detection and study state space "
+        "models and Kalman filters. Our method improves AUROC."
+    )
+    system, user = stage.messages(abstract)
     listed = system["content"].split("Taxonomy ids:", 1)[1]
     ids = re.findall(r"[a-z0-9]+(?:-[a-z0-9]+)+|[a-z0-9]+", listed)
-    assert sorted(i for i in ids if i in taxonomy.tags) == sorted(taxonomy.ids)
+    offered = [i for i in ids if i in taxonomy.tags]
+    assert sorted(offered) == sorted(supported_tags(abstract, taxonomy))
+    assert len(offered) == len(set(offered)) and "pruning" in offered
     assert "first tag is the primary topic" in system["content"]
-    assert "An abstract." not in system["content"]  # the stable part comes first
-    # Every id the overlap notes name is a real id (a renamed tag fails here).
+    assert abstract not in system["content"]  # the instructions come first
+    # The overlap notes shown name two offered ids each; every id any note names is real.
     notes = system["content"].split("Where ids overlap:", 1)[1].split("Taxonomy ids:", 1)[0]
-    named = re.findall(r"^- (.*)$", notes, re.MULTILINE)
-    for line in named:
-        for part in line.split("; "):
+    shown = re.findall(r"^- (.*)$", notes, re.MULTILINE)
+    assert shown and all(sum(p.split(":")[0] in offered for p in x.split("; ")) >= 2 for x in shown)
+    for line in stage.fields["overlap_lines"].splitlines():
+        for part in line.removeprefix("- ").split("; "):
             assert part.split(":", 1)[0] in taxonomy.tags, part
 
 

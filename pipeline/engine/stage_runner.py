@@ -175,6 +175,8 @@ class _Partial:
         repeated = {json.dumps(r.item, sort_keys=True): r.index for r in self.pending}
         open_items = {r.index: r for r in self.pending}
         for position, item, rejected in answered:
+            if rejected is None and any(_same(item, kept) for kept in self.kept.values()):
+                continue  # a kept item repeated (the whole answer again): it corrects nothing
             if aligned:
                 index = self.pending[position].index
             elif rejected is not None and (
@@ -182,14 +184,15 @@ class _Partial:
             ):
                 index = seen  # the same rejected item again, e.g. the whole answer repeated
             else:
-                index = _closest_open(item if rejected is None else rejected.item, open_items)
-                if index is None:
-                    index = self.next_index
+                found = _closest_open(item if rejected is None else rejected.item, open_items)
+                if found is None:
+                    found = self.next_index
                     self.next_index += 1
+                index = found
             open_items.pop(index, None)
             if rejected is not None:
                 pending.append(Rejected(index, rejected.item, rejected.error))
-            elif not any(_same(item, kept) for kept in self.kept.values()):
+            else:
                 self.kept[index] = item
         for r in open_items.values():
             self.withdrawn.append(r)
@@ -306,8 +309,9 @@ async def ask_until_valid(
         answer.dropped = dropped_of(partial.pending, failed) + dropped_of(
             partial.withdrawn, "; withdrawn: the answer to the re-ask about it left it out"
         )
-        if not partial.kept and answer.dropped:
-            # No item survived: the stage failed, and its one record says why for each.
+        if not partial.kept and partial.pending:
+            # No item survived and some are still invalid: the stage failed, and its one
+            # record says why for each (an answer left with no items at all is an answer).
             first_kind = answer.dropped[0].kind
             message = "; ".join(d.message for d in answer.dropped)
             answer.output, answer.dropped = None, []

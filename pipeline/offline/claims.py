@@ -141,7 +141,7 @@ def extract_claims(text: str, max_claims: int = 12) -> list[dict[str, Any]]:
     if not isinstance(text, str):
         return []
     # Cut at a space: a word cut in half ("on Ima") would be a name the abstract lacks.
-    sentences = _sentences(text if len(text) <= _MAX_CHARS else text[:_MAX_CHARS].rsplit(' ', 1)[0])
+    sentences = _sentences(text if len(text) <= _MAX_CHARS else text[:_MAX_CHARS].rsplit(" ", 1)[0])
     found: list[tuple[int, int, dict[str, Any]]] = []
     first_own = next((i for i, s in enumerate(sentences) if _OWN_WORK.found(s)), 0)
     for idx, sentence in enumerate(sentences):

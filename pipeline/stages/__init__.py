@@ -10,9 +10,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
-from importlib.resources import files
 import pkgutil
 import sys
+from importlib.resources import files
 from pathlib import Path
 
 from pipeline.errors import ConfigError
@@ -139,7 +139,9 @@ def _validator_id(names: tuple[str, ...]) -> str | None:
             return None
     for package, resource in _VALIDATION_DATA:
         try:
-            digest.update(resource.encode() + b"\0" + files(package).joinpath(resource).read_bytes())
+            digest.update(
+                resource.encode() + b"\0" + files(package).joinpath(resource).read_bytes()
+            )
         except OSError:
             return None
     return digest.hexdigest()

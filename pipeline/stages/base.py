@@ -4,6 +4,7 @@ prompt template and taxonomy for one run (`Stage`)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -215,7 +216,7 @@ class Stage:
             decoded = decode_answer(raw)
         except OutputValidationError as exc:
             field_name = self.spec.plain_text
-            if field_name is None or "{" in raw or "[" in raw or len(raw) > 2000:
+            if field_name is None or not _PLAIN_ANSWER.match(raw) or len(raw) > 2000:
                 raise OutputValidationError(str(exc), kind=exc.kind, raw=raw) from None
             decoded = Decoded({field_name: raw.strip()}, ["plain_text"])
         try:
@@ -272,7 +273,9 @@ class Stage:
         except ValidationError as exc:
             raise OutputValidationError(_describe(exc), kind=_kind(exc), raw=raw) from exc
         except RecursionError:
-            raise OutputValidationError("answer is nested too deeply", kind="schema", raw=raw)
+            raise OutputValidationError(
+                "answer is nested too deeply", kind="schema", raw=raw
+            ) from None
         return model.model_dump(mode="json")
 
     def _screen(self, output: Output, abstract: str, *, raw: str | None) -> Shaped:
@@ -291,6 +294,11 @@ class Stage:
                 "; ".join(str(d.error) for d in screened.dropped), kind="ungrounded", raw=raw
             )
         return screened.data
+
+
+# A plain-text answer stands for the stage's field only when it says what it is ("TL;DR:
+# ..."): "I cannot answer that." is no TL;DR.
+_PLAIN_ANSWER = re.compile(r"\s*(?:\*\*)?(?:tl\s*;?\s*dr|summary)\b", re.I)
 
 
 def _unique(names: list[str]) -> list[str]:

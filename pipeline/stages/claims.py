@@ -114,7 +114,7 @@ class Claim(BaseModel):
         known = abstract_index(abstract).numbers
         for name in ("metric", "unit"):
             value = getattr(self, name)
-            if value and (foreign := foreign_numbers(value, known)):
+            if value and foreign_numbers(value, known):
                 raise GroundingError(f"{name} {value!r} has numbers the abstract lacks")
         for name, what in (("dataset", "dataset"), ("comparison", "baseline")):
             value = getattr(self, name)
@@ -261,6 +261,7 @@ EXAMPLE = {
         },
     ]
 }
+
 
 def schema_hook(schema: dict[str, Any], taxonomy: Taxonomy) -> dict[str, Any]:
     """The model-facing schema without field descriptions: the definition in the system

@@ -128,7 +128,9 @@ def repair(data: Any, taxonomy: Taxonomy) -> Shaped:
         tag_id = resolve(name, taxonomy) if isinstance(name, str) else None
         if tag_id is None:
             error = OutputValidationError(
-                f"tags[{index}]: not a taxonomy id: {str(name)[:100]!r}", kind="ungrounded", raw=None
+                f"tags[{index}]: not a taxonomy id: {str(name)[:100]!r}",
+                kind="ungrounded",
+                raw=None,
             )
             dropped.append(Rejected(index, name, error, field="tags"))
             continue
@@ -136,6 +138,11 @@ def repair(data: Any, taxonomy: Taxonomy) -> Shaped:
             repairs.append("tag_resolved")
         if tag_id not in ids:
             ids.append(tag_id)
+    if not ids and dropped:
+        names = ", ".join(repr(str(r.item)[:100]) for r in dropped)
+        raise OutputValidationError(
+            f"tags not in the taxonomy: {names}; use ids from the list", kind="ungrounded", raw=None
+        )
     if isinstance(keywords, list):
         kept: list[Any] = []
         for index, kw in enumerate(keywords):

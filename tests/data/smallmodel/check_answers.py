@@ -1,6 +1,6 @@
 """Structure check of a small-model answers file (no pipeline code: the labels stay blind).
 
-    python tests/data/smallmodel/check_answers.py tests/data/smallmodel/answers_llama.yaml
+python tests/data/smallmodel/check_answers.py tests/data/smallmodel/answers_llama.yaml
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ def fold(text: str) -> str:
 
 def check(path: Path) -> list[str]:
     abstracts = {
-        r["paper_id"]: r for r in map(json.loads, (HERE / "abstracts.jsonl").read_text().splitlines())
+        r["paper_id"]: r
+        for r in map(json.loads, (HERE / "abstracts.jsonl").read_text().splitlines())
     }
     taxonomy = yaml.safe_load((HERE.parents[2] / "prompts" / "taxonomy.yaml").read_text())
     ids = {t["id"] for f in taxonomy["facets"] for t in f["tags"]}
@@ -59,13 +60,17 @@ def check(path: Path) -> list[str]:
             if f.get("category") not in TLDR_CATEGORIES:
                 problems.append(f"{where}: tldr fabricated category {f.get('category')!r}")
             if fold(f["text"]) in fold(abstract) or f["text"] not in e["tldr"]["raw"]:
-                problems.append(f"{where}: tldr fabricated text {f['text']!r} must be in raw, not in the abstract")
+                problems.append(
+                    f"{where}: tldr fabricated text {f['text']!r} must be in raw, not in the abstract"
+                )
             counts[split, f.get("category")] += 1
         for t in e["tags"].get("labels") or []:
             if t.get("label") not in ("faithful", "fabricated"):
                 problems.append(f"{where}: tag label {t}")
             if t.get("id") not in ids:
-                problems.append(f"{where}: tag {t.get('text')!r}: id {t.get('id')!r} is not a taxonomy id")
+                problems.append(
+                    f"{where}: tag {t.get('text')!r}: id {t.get('id')!r} is not a taxonomy id"
+                )
             if t.get("text") not in e["tags"]["raw"]:
                 problems.append(f"{where}: tag text {t.get('text')!r} not in tags.raw")
             if t.get("label") == "fabricated":
@@ -73,7 +78,10 @@ def check(path: Path) -> list[str]:
             else:
                 counts[split, "faithful_tag"] += 1
         for k in e["tags"].get("keywords") or []:
-            if k.get("label") not in ("faithful", "fabricated") or k.get("text") not in e["tags"]["raw"]:
+            if (
+                k.get("label") not in ("faithful", "fabricated")
+                or k.get("text") not in e["tags"]["raw"]
+            ):
                 problems.append(f"{where}: keyword {k}")
             if k.get("label") == "fabricated":
                 counts[split, "keyword"] += 1
@@ -83,7 +91,9 @@ def check(path: Path) -> list[str]:
             if c.get("label") == "faithful":
                 counts[split, "faithful_claim"] += 1
                 if not c.get("span") or c["span"] not in abstract:
-                    problems.append(f"{where}: claim {i}: span must be an exact substring of the abstract")
+                    problems.append(
+                        f"{where}: claim {i}: span must be an exact substring of the abstract"
+                    )
                 if c.get("value") is not None and str(c["value"]) not in c.get("span", ""):
                     problems.append(f"{where}: claim {i}: value {c['value']!r} not in its span")
             elif c.get("label") == "fabricated":
@@ -91,7 +101,9 @@ def check(path: Path) -> list[str]:
                     problems.append(f"{where}: claim {i}: category {c.get('category')!r}")
                 text = str(c.get("text") or "")
                 if not text or fold(text) in fold(abstract) or text not in e["claims"]["raw"]:
-                    problems.append(f"{where}: claim {i}: fabricated text {text!r} must be in raw, not in the abstract")
+                    problems.append(
+                        f"{where}: claim {i}: fabricated text {text!r} must be in raw, not in the abstract"
+                    )
                 counts[split, c.get("category")] += 1
             else:
                 problems.append(f"{where}: claim {i}: label {c.get('label')!r}")
