@@ -70,16 +70,18 @@ from pipeline.text import numbers_in
 if TYPE_CHECKING:
     from bench.batch_api import BatchConfig
 
-AnswerFn = Callable[[str, str], dict[str, Any]]
+AnswerFn = Callable[[str, str], dict[str, Any] | str]  # a str: the raw content itself
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
 TRANSPORT_FAULTS = ("429", "500", "503", "stall", "drop", "trickle")
 # 200 responses no client can read as a chat completion.
+DEEP_BODY = 100_000  # brackets of the deep_body fault
 MALFORMED_FAULTS = (
     "html",
     "not_json",
     "truncated_body",
+    "deep_body",
     "json_array",
     "null_message",
     "bad_usage",
@@ -362,6 +364,9 @@ def malform(fault: str, response: _Response) -> _Response:
         return _Response(200, b"upstream answered: OK (not JSON)", response.headers)
     if fault == "truncated_body":
         return _Response(200, response.body[: len(response.body) // 2], response.headers)
+    if fault == "deep_body":  # valid JSON nested far past any parser's recursion limit
+        deep = b'{"choices": ' + b"[" * DEEP_BODY + b"]" * DEEP_BODY + b"}"
+        return _Response(200, deep, response.headers)
     payload = json.loads(response.body)
     if fault == "json_array":
         return _json(200, [payload], response.headers)
@@ -958,7 +963,9 @@ class OpenAIServer:
             answer = self._answer_fn(stage, abstract)  # type: ignore[misc]
             if len(self._memo) >= _MAX_MEMO:
                 self._memo.clear()
-            hit = self._memo[key] = (answer, json.dumps(answer))
+            # A str is the raw content itself (a hostile answer no dict can express).
+            text = answer if isinstance(answer, str) else json.dumps(answer)
+            hit = self._memo[key] = ({} if isinstance(answer, str) else answer, text)
         return hit
 
     def _rate_limited(self, chat: ChatRequest, wait_s: float, kind: str) -> _Response:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hostile import check_run, hostile_answer_fn
 from synthetic import write_abstracts
 
 from bench.batch_api import BatchConfig
@@ -518,3 +519,16 @@ def test_lines_still_invalid_after_the_reasks_fail_as_in_a_synchronous_run(
     assert json.loads((folder / "manifest.json").read_text())["status"] == "failed"
     again = collect(folder, code=1)  # collected: the same outcome, nothing sent
     assert "already collected" in again.output
+
+
+def test_hostile_answers_in_batch_results_fail_their_own_pair(tmp_path):
+    """Issue 20.5 in batch collect: a lone surrogate, deep nesting and a 3 MB string in the
+    downloaded answers end their own (abstract, stage) only; collect writes every record."""
+    corpus = tmp_path / "hostile.txt"
+    write_abstracts(corpus, 6, seed=3)
+    server = OpenAIServer(ServerConfig(batch=BatchConfig()), answer_fn=hostile_answer_fn(corpus))
+    with server:
+        folder = tmp_path / "b"
+        submit(server, corpus, folder)
+        collect(folder, code=1)  # failed stages, not a crash
+    check_run(read_jsonl(folder / "summaries.jsonl"), read_jsonl(folder / "errors.jsonl"), corpus)

@@ -34,6 +34,7 @@ SAYS = {
     "html": "an HTML page (text/html)",
     "not_json": "a body that is not JSON (Expecting value",
     "truncated_body": "a body that is not JSON (Unterminated string",
+    "deep_body": "a JSON body nested too deeply to read",
     "json_array": "a JSON array, not a chat completion object",
     "null_message": "choices[0].message is null",
     "bad_usage": 'usage.prompt_tokens is "n/a", not a number',

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hostile import check_run, hostile_answer_fn
 from runs import manifest_dict, run_paths
 from synthetic import write_abstracts
 
@@ -415,3 +416,25 @@ def test_ctrl_c_during_the_ray_phase_exits_130_and_the_same_command_resumes(tmp_
     assert rerun.manifest.status == "ok" and rerun.manifest.counts.records_written == 120
     cached = sum(s.cache_hits for s in rerun.stats.stages.values())
     assert cached > 0  # what arrived before the stop was not asked again
+
+
+@needs_ray
+def test_hostile_answers_fail_their_own_pair_on_ray_as_locally(tmp_path, local_ray):
+    """Issue 20.5 on the Ray engine: a lone surrogate, deep nesting and a 3 MB string end
+    their own (abstract, stage) only, and the records equal the local engine's."""
+    corpus = tmp_path / "hostile.txt"
+    write_abstracts(corpus, 6, seed=3)
+    runs = {}
+    port = None
+    for engine in ("local", "ray"):
+        config = ServerConfig(port=port) if port else ServerConfig()
+        with OpenAIServer(config, answer_fn=hostile_answer_fn(corpus)) as server:
+            port = int(server.base_url.split(":")[2][:-3])
+            runs[engine] = run_paths(settings(tmp_path, server, engine, engine=engine), [corpus])
+    for result in runs.values():
+        check_run(
+            read_jsonl(result.run_dir / "summaries.jsonl"),
+            read_jsonl(result.run_dir / "errors.jsonl"),
+            corpus,
+        )
+    assert untimed(runs["ray"].run_dir) == untimed(runs["local"].run_dir)

@@ -36,6 +36,7 @@ from pipeline.backends import Completion
 from pipeline.config import DEFAULT_BASE_URL, Settings, public_url
 from pipeline.errors import BackendError, FailureKind, FatalBackendError
 from pipeline.limits import Limiter
+from pipeline.repair import without_surrogates
 from pipeline.redact import Redactor, basic_token, secrets_of, url_credentials
 from pipeline.stages import Stage
 
@@ -206,6 +207,10 @@ def read_json(body: bytes, content_type: str, what: str) -> Any:
     kind = content_type.split(";")[0].strip() or "no content-type"
     try:
         return json.loads(body)
+    except RecursionError:
+        raise MalformedResponse(
+            f"a JSON body nested too deeply to read ({len(body)} bytes), not {what}"
+        ) from None
     except (ValueError, UnicodeDecodeError) as exc:
         if "html" in kind or body.lstrip()[:1] == b"<":
             raise MalformedResponse(f"an HTML page ({kind}), not {what}") from None
@@ -267,9 +272,10 @@ def parse_completion(body: bytes, content_type: str) -> Completion:
         raise MalformedResponse(f"a chat completion whose usage is {_json_type(usage)}")
     usage = usage or {}
     return Completion(
-        content=content,
+        # A lone surrogate escape ("\\ud83d") decodes to a str that cannot be written as UTF-8.
+        content=without_surrogates(content) if content is not None else None,
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
-        refusal=refusal if isinstance(refusal, str) and refusal else None,
+        refusal=without_surrogates(refusal) if isinstance(refusal, str) and refusal else None,
         tokens_in=_token_count(usage, "prompt_tokens"),
         tokens_out=_token_count(usage, "completion_tokens"),
         tokens_cached=_cached_tokens(usage),

@@ -21,6 +21,7 @@ collect reads them again, skips the pairs already cached and goes on.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -54,6 +55,8 @@ from pipeline.rundir.writer import MANIFEST
 from pipeline.stages import build_stages, validator_id
 
 EXPIRED_CODES = ("batch_expired", "batch_cancelled")
+
+log = logging.getLogger(__name__)
 
 
 def refresh(api: BatchAPI, state: BatchState) -> None:
@@ -130,15 +133,21 @@ def read_results(
 
 def _lines(path: Path) -> list[dict]:
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
         raise StorageError.from_os_error(path, exc) from exc
     lines = []
-    for raw in text.splitlines():
+    # Split on \n only: U+2028, U+2029 and U+0085 are legal raw characters inside JSON.
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
         try:
             line = json.loads(raw)
-        except ValueError:
-            continue  # an unreadable line answers nothing: its pair is asked synchronously
+        except (ValueError, RecursionError) as exc:
+            # An unreadable line answers nothing: its pair is asked synchronously.
+            why = "nested too deeply" if isinstance(exc, RecursionError) else type(exc).__name__
+            log.warning("%s: line %d is not a readable result line (%s); skipped", path, number, why)
+            continue
         if isinstance(line, dict):
             lines.append(line)
     return lines
@@ -152,7 +161,7 @@ def _completion(line: dict):
     body = response.get("body")
     try:
         return parse_completion(json.dumps(body).encode(), "application/json")
-    except MalformedResponse:
+    except (MalformedResponse, RecursionError, ValueError):
         return None
 
 

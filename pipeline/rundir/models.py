@@ -11,10 +11,14 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    field_validator,
     model_serializer,
 )
 
 from pipeline.errors import FailureKind
+from pipeline.repair import without_surrogates
+
+MAX_RAW_CHARS = 100_000  # of a raw answer kept in errors.jsonl
 
 RunStatus = Literal["running", "ok", "failed", "interrupted", "fatal"]
 # A run folder whose manifest says one of these holds every abstract of its inputs.
@@ -126,6 +130,17 @@ class ErrorRecord(BaseModel):
     raw: str | None = None
     item: int | None = None  # index of the dropped item in the answer; None: the stage failed
     field: str | None = None  # the list the item was dropped from, when not the stage's items
+
+    @field_validator("raw", "message")
+    @classmethod
+    def _writable(cls, value: str | None) -> str | None:
+        """Lone surrogates replaced (not writable as UTF-8); a runaway raw answer cut to
+        MAX_RAW_CHARS with its length said."""
+        if value is None:
+            return None
+        if len(value) > MAX_RAW_CHARS:
+            value = f"{value[:MAX_RAW_CHARS]}... ({len(value):,} characters in all)"
+        return without_surrogates(value)
 
 
 class StageCounts(BaseModel):
