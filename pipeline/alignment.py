@@ -20,9 +20,9 @@ that crosses a sentence end), and these edits are all that is allowed (the bound
 - an elision ("...", "…", "[...]"): the text between two pieces of the quote is skipped,
   within one sentence, unless it holds a negation or a contrast ("not", "without", "but",
   "while", ...) outside parentheses;
-- a list item rebuilt from its sentence: at most `MAX_LIST_SKIPS` runs of the sentence
-  skipped, each at most `MAX_LIST_RUN` words of list material (it starts with "and"/"or" or
-  touches a comma or semicolon, or is "respectively") holding no polarity word;
+- a list item rebuilt from its sentence: at most `MAX_LIST_SKIPS` runs of the quote's own
+  sentence skipped, each at most `MAX_LIST_RUN` words of list material (it starts with
+  "and"/"or" or touches a comma or semicolon, or is "respectively") holding no polarity word;
 - a footnote marker: a 1-2 digit number glued to a word of the abstract ("0.6%1to") left out.
 
 Numbers must match exactly: every number of the quote aligns with the same number of the
@@ -43,7 +43,7 @@ from pipeline.spans import fold
 MAX_CHANGED_WORDS = 2
 MAX_ARTICLES = 2
 MAX_LIST_SKIPS = 4
-MAX_LIST_RUN = 8
+MAX_LIST_RUN = 4  # words of one skipped list item ("and", "or", "respectively" not counted)
 MAX_FOOTNOTES = 2
 MIN_EXACT_SHARE = 0.6
 MIN_TOKENS = 4  # a shorter quote gets no tolerance at all
@@ -445,11 +445,12 @@ def _steps(
             skipped(j + 1, cost.add(articles=1))
         if started and _is_footnote(text, j):
             skipped(j + 1, cost.add(footnotes=1))
-        if started:
-            for k in range(j + 1, min(hi, j + MAX_LIST_RUN) + 1):
+        if started and text.sentence[j - 1] == text.sentence[j]:
+            # list items of the sentence the quote is in, never across a sentence end
+            for k in range(j + 1, min(hi, j + MAX_LIST_RUN + 2) + 1):
                 if text.sentence[k - 1] != text.sentence[j]:
                     break
-                if _is_list_run(text, j, k):
+                if _is_list_run(text, j, k) and (k == hi or text.sentence[k] == text.sentence[j]):
                     skipped(k, cost.add(skips=1))
         if started and i in piece_starts:  # an elision: skip freely within the sentence
             for k in range(j + 1, hi + 1):
@@ -476,5 +477,9 @@ def _is_list_run(text: _Tokens, j: int, k: int) -> bool:
         return False
     if run == ("respectively",):
         return True
+    words = [w for w in run if w not in ("and", "or", "respectively")]
+    if not words or len(words) > MAX_LIST_RUN:
+        return False
+    # An item of a list: the last one after "and"/"or", any other one before its comma.
     comma_after = k < len(text.keys) and text.comma_before[k]
-    return run[0] in ("and", "or") or text.comma_before[j] or comma_after
+    return run[0] in ("and", "or") or comma_after

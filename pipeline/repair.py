@@ -124,8 +124,11 @@ def decode_answer(raw: str) -> Decoded:
     text = raw.strip().lstrip("\ufeff")
     fenced = None if text[:1] in ("{", "[") else _fenced(text)
     if fenced is not None:
-        text = fenced
+        inner, outside = fenced
         repairs.append("code_fence")
+        if outside:
+            repairs.append("prose_around")
+        text = inner
     start = _value_start(text)
     if start is None:
         raise OutputValidationError(
@@ -171,18 +174,19 @@ class _Failed:
 _FAILED: Any = _Failed()
 
 
-def _fenced(text: str) -> str | None:
-    """The first fenced block that holds a JSON value, when the text has fences."""
+def _fenced(text: str) -> tuple[str, bool] | None:
+    """The first fenced block that holds a JSON value, and whether text surrounds the
+    fence, when the text has fences."""
     if "```" not in text:
         return None
     for m in _FENCE.finditer(text):
         inner = m.group(1).strip()
         if inner[:1] in ("{", "["):
-            return inner
+            return inner, bool(text[: m.start()].strip() or text[m.end() :].strip())
     # An opening fence never closed (a model that stopped after the JSON).
     opened = re.search(r"```[A-Za-z0-9_-]*[ \t]*\n", text)
     if opened is not None and text[opened.end() :].lstrip()[:1] in ("{", "["):
-        return text[opened.end() :].strip()
+        return text[opened.end() :].strip(), bool(text[: opened.start()].strip())
     return None
 
 
