@@ -38,7 +38,23 @@ DATA = REPO / "tests" / "data"
 _WORD = re.compile(r"[A-Za-z][a-z]{3,}")
 _AUX = re.compile(r"\b(is|are|was|were|does|do|can|could|will|has|have)\b")
 _NEGATION = re.compile(r"\b(not|no|without)\s+")
-_STOP = frozenset("this that with from their which these those than then also into over".split())
+_STOP = frozenset(
+    [
+        "this",
+        "that",
+        "with",
+        "from",
+        "their",
+        "which",
+        "these",
+        "those",
+        "than",
+        "then",
+        "also",
+        "into",
+        "over",
+    ]
+)
 
 
 def evidence_spans() -> Iterator[tuple[str, str]]:

@@ -11,11 +11,13 @@ must align with the words of the abstract, in order, within one sentence (two fo
 that crosses a sentence end), and these edits are all that is allowed (the bound):
 
 - a word split or joined ("classifi- cation" = "classification");
-- at most `MAX_CHANGED_WORDS` changed words, each a *variant* of the abstract's word: the
-  same root (model/models, propose/proposed), another form of be, have or do (was/were), or
-  a spelling variant (edit distance <= 2, same first two letters, 5 letters or more);
-  a number, or a polarity word ("not", "without", "better", "more", "outperforms", ...)
-  other than by its own root, is never changed;
+- at most `MAX_CHANGED_WORDS` changed words, each a *variant* of the abstract's word (the
+  same root: model/models, propose/proposed; another form of be, have or do: was/were; a
+  spelling variant: same first two letters, 5 letters or more, edit distance 1, or 2 from 8
+  letters on), or one word of the abstract left out ("applicable" for "even applicable");
+  a number, or a
+  polarity word ("not", "without", "better", "more", "outperforms", ...) other than by its
+  own root, is never changed or left out;
 - at most `MAX_ARTICLES` articles ("a", "an", "the") added or left out;
 - an elision ("...", "…", "[...]"): the text between two pieces of the quote is skipped,
   within one sentence, unless it holds a negation or a contrast ("not", "without", "but",
@@ -45,6 +47,7 @@ MAX_ARTICLES = 2
 MAX_LIST_SKIPS = 4
 MAX_LIST_RUN = 4  # words of one skipped list item ("and", "or", "respectively" not counted)
 MAX_FOOTNOTES = 2
+MAX_LEFT_OUT = 1  # words of the abstract a quote may leave out (beyond articles and lists)
 MIN_EXACT_SHARE = 0.6
 MIN_TOKENS = 4  # a shorter quote gets no tolerance at all
 
@@ -288,10 +291,12 @@ def is_variant(quoted: str, original: str) -> bool:
         return False
     if any(quoted in forms and original in forms for forms in _FORMS):
         return True
+    shorter = min(len(quoted), len(original))
+    allowed = 2 if shorter >= 8 else 1  # "behaviour"/"behavior"; never "while"/"which"
     return (
-        min(len(quoted), len(original)) >= 5
+        shorter >= 5
         and quoted[:2] == original[:2]
-        and Levenshtein.distance(quoted, original, score_cutoff=2) <= 2
+        and Levenshtein.distance(quoted, original, score_cutoff=allowed) <= allowed
     )
 
 
@@ -302,6 +307,7 @@ class _Cost:
     articles: int = 0
     skips: int = 0
     footnotes: int = 0
+    left_out: int = 0
 
     def add(self, **kw: int) -> _Cost | None:
         cost = _Cost(
@@ -310,12 +316,14 @@ class _Cost:
             self.articles + kw.get("articles", 0),
             self.skips + kw.get("skips", 0),
             self.footnotes + kw.get("footnotes", 0),
+            self.left_out + kw.get("left_out", 0),
         )
         if (
             cost.changed > MAX_CHANGED_WORDS
             or cost.articles > MAX_ARTICLES
             or cost.skips > MAX_LIST_SKIPS
             or cost.footnotes > MAX_FOOTNOTES
+            or cost.left_out > MAX_LEFT_OUT
         ):
             return None
         return cost
@@ -443,6 +451,8 @@ def _steps(
             moved(1, 2, cost, 1)
         if started and a in ARTICLES:
             skipped(j + 1, cost.add(articles=1))
+        elif started and a.isalpha() and a not in POLARITY and a not in NEGATIONS:
+            skipped(j + 1, cost.add(changed=1, left_out=1))  # "is even applicable"
         if started and _is_footnote(text, j):
             skipped(j + 1, cost.add(footnotes=1))
         if started and text.sentence[j - 1] == text.sentence[j]:
@@ -478,7 +488,9 @@ def _is_list_run(text: _Tokens, j: int, k: int) -> bool:
     if run == ("respectively",):
         return True
     words = [w for w in run if w not in ("and", "or", "respectively")]
-    if not words or len(words) > MAX_LIST_RUN:
+    if not words:
+        return run in (("and",), ("or",))  # the connector before the item kept
+    if len(words) > MAX_LIST_RUN:
         return False
     # An item of a list: the last one after "and"/"or", any other one before its comma.
     comma_after = k < len(text.keys) and text.comma_before[k]

@@ -332,7 +332,7 @@ def name_supported(name: str, abstract: str) -> bool:
 
 
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
-_LINE_HYPHEN = re.compile(r"(?<=[^\W\d_])- +(?=[^\W\d_])")
+_LINE_HYPHEN = re.compile(r"(?<=[^\W\d_])-\s+(?=[^\W\d_])")
 
 
 def _name_indexes(abstract: str) -> Iterator[AbstractIndex]:
@@ -525,6 +525,97 @@ def _lemmas(text: str) -> set[str]:
     return {lemma(t) for t in tokens(text)}
 
 
+# Words that claim a result beats something: a statement may say one only when its evidence
+# states a comparison too (a superiority word, "than", "over", "compared", "vs") or a number.
+SUPERIORITY_WORDS = tuple(
+    [
+        "outperform",
+        "outperforms",
+        "outperformed",
+        "outperforming",
+        "surpass",
+        "surpasses",
+        "surpassed",
+        "beat",
+        "beats",
+        "exceed",
+        "exceeds",
+        "exceeded",
+        "better",
+        "best",
+        "superior",
+        "improve",
+        "improves",
+        "improved",
+        "improving",
+        "improvement",
+        "improvements",
+        "gain",
+        "gains",
+        "higher",
+        "highest",
+        "faster",
+        "fastest",
+        "lower",
+        "lowest",
+        "fewer",
+        "reduce",
+        "reduces",
+        "reduced",
+        "reduction",
+        "increase",
+        "increases",
+        "increased",
+        "stronger",
+        "strongest",
+        "state-of-the-art",
+        "sota",
+        "boost",
+        "boosts",
+        "boosted",
+        "enhance",
+        "enhances",
+        "enhanced",
+        "speedup",
+        "speedups",
+        "accelerate",
+        "accelerates",
+        "advantage",
+        "advantages",
+        "dominate",
+        "dominates",
+        "win",
+        "wins",
+        "more",
+        "less",
+    ]
+)
+COMPARISON_WORDS = tuple(
+    ["than", "over", "compared", "comparison", "vs", "versus", "against", "relative"]
+)
+
+
+@lru_cache(maxsize=1)
+def _superiority() -> tuple[frozenset[str], frozenset[str]]:
+    """(lemmas of SUPERIORITY_WORDS, lemmas of the superiority and comparison words)."""
+    claims = frozenset(lemma(w) for w in SUPERIORITY_WORDS)
+    return claims, claims | frozenset(lemma(w) for w in COMPARISON_WORDS)
+
+
+def unstated_superiority(statement: str, evidence: str) -> str | None:
+    """The superiority word of a statement whose evidence states no comparison at all
+    ("outperforms" for "is competitive with"), else None."""
+    claims, comparisons = _superiority()
+    said = [lemma(t) for t in tokens(statement)]
+    claimed = next((w for w in said if w in claims), None)
+    if claimed is None:
+        return None
+    shown = {lemma(t) for t in tokens(evidence)}
+    if shown & comparisons or any(t[0].isdigit() for t in shown):
+        return None
+    return claimed
+
+
 def contradictions(statement: str, evidence: str) -> list[str]:
     """Where a statement says the opposite of its evidence: an antonym of a word the evidence
     uses (and the statement does not). A dropped negation is not caught: statements say
@@ -550,6 +641,8 @@ def statement_problems(
     unknown = [n for n in name_tokens(statement) if not name_supported(n, abstract)]
     problems += [f"{n!r}, which the abstract does not name" for n in dict.fromkeys(unknown)]
     problems += contradictions(statement, evidence)
+    if (claimed := unstated_superiority(statement, evidence)) is not None:
+        problems.append(f"a claim of superiority ({claimed!r}) its evidence does not state")
     return problems
 
 
@@ -621,13 +714,15 @@ def _supported_tags(abstract: str, taxonomy: Taxonomy) -> frozenset[str]:
 
     abstract = abstract[:MAX_SUPPORT_CHARS]
     found = set(support(abstract, taxonomy))
-    lemmas = _lemma_index(abstract)
+    lemmas = _content_lemma_index(abstract)
     words = set(lemmas.positions)
     vocabulary = _vocabulary(taxonomy)
     for tag_id, phrases in _tag_phrases(taxonomy).items():
         if tag_id in found:
             continue
-        if any(lemmas.has_run(list(p), COMPOUND_GAP) for p in phrases if p[0] in words) or len(
+        # A phrase's words next to each other (small words aside): "models to lossless
+        # compression" is no "model compression".
+        if any(lemmas.has_run(list(p)) for p in phrases if p[0] in words) or len(
             vocabulary.get(tag_id, frozenset()) & words
         ) >= _hits_needed(taxonomy, tag_id):
             found.add(tag_id)
@@ -694,11 +789,24 @@ def _lemma_index(abstract: str) -> AbstractIndex:
     )
 
 
+@lru_cache(maxsize=64)
+def _content_lemma_index(abstract: str) -> AbstractIndex:
+    """The abstract's lemmas without small words ("of", "the", ...)."""
+    base = _lemma_index(abstract)
+    seq = tuple(t for t in base.sequence if t not in _SMALL_WORDS)
+    positions: dict[str, list[int]] = {}
+    for i, t in enumerate(seq):
+        positions.setdefault(t, []).append(i)
+    return AbstractIndex(
+        seq, {k: tuple(v) for k, v in positions.items()}, base.numbers, base.acronyms, True
+    )
+
+
 @_per_taxonomy
 def _tag_phrases(taxonomy: Taxonomy) -> dict[str, tuple[tuple[str, ...], ...]]:
     """Tag id -> the lemma sequences of its id, label (parentheses left out) and
-    SUPPORT_PHRASES, small words left out; any of them in the abstract, in order, at most
-    COMPOUND_GAP words apart, supports the tag."""
+    SUPPORT_PHRASES, small words left out; any of them in the abstract, in a row (small
+    words aside), supports the tag."""
     out: dict[str, tuple[tuple[str, ...], ...]] = {}
     for tag_id, tag in taxonomy.tags.items():
         phrases = [tag_id.replace("-", " "), tag.label, *SUPPORT_PHRASES.get(tag_id, ())]

@@ -30,7 +30,11 @@ HOSTILE: dict[tuple[int, str], str] = {
     (2, "claims"): HUGE_STRING,
     (3, "tags"): DEEP_TAGS,
 }
-FAILED_KINDS = {(1, "tldr"): "invalid_json", (2, "claims"): "invalid_json", (3, "tags"): "invalid_json"}
+FAILED_KINDS = {
+    (1, "tldr"): "invalid_json",
+    (2, "claims"): "invalid_json",
+    (3, "tags"): "invalid_json",
+}
 
 
 @functools.cache
@@ -65,7 +69,11 @@ def check_run(records: list[dict], errors: list[dict], corpus: Path) -> None:
     tldr = by_text[texts[0]]["stages"]["tldr"]
     assert tldr["status"] == "ok" and tldr["output"]["tldr"].endswith(" \ufffd.")
     assert "lone_surrogate" in tldr["provenance"]["repairs"]
-    failed = {(r["abstract"], s) for r in records for s, v in r["stages"].items() if v["status"] != "ok"}
+    failed = {
+        (r["abstract"], s) for r in records for s, v in r["stages"].items() if v["status"] != "ok"
+    }
     assert failed == {(by_text[texts[k]]["abstract"], stage) for k, stage in FAILED_KINDS}
-    assert {(e["stage"], e["kind"]) for e in errors} == {(s, k) for (_, s), k in FAILED_KINDS.items()}
+    assert {(e["stage"], e["kind"]) for e in errors} == {
+        (s, k) for (_, s), k in FAILED_KINDS.items()
+    }
     assert all(len(e["raw"] or "") <= 100_100 for e in errors)

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from synthetic import stub_answer
 
 from bench.openai_server import (
+    DEEP_BODY,
     HTML_PAGE,
     MALFORMED_FAULTS,
     PLAIN_ANSWER,
@@ -539,6 +540,10 @@ def test_malformed_faults_are_200s_that_are_not_chat_completions(make_server, fa
             json.loads(body)
         if fault == "truncated_body":  # a well-framed body that stops half-way
             assert body.startswith(b'{"id":"chatcmpl-') and len(body) < len(clean)
+    elif fault == "deep_body":  # valid JSON no recursive parser reads
+        assert body.startswith(b'{"choices": [[[') and body.count(b"[") == DEEP_BODY
+        with pytest.raises(RecursionError):
+            json.loads(body)
     else:
         data = json.loads(body)
         if fault == "json_array":

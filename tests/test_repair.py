@@ -59,7 +59,9 @@ def test_latex_backslashes_stay_what_the_model_wrote():
     # would turn into a carriage return and a tab: both are LaTeX.
     raw = '{"t": "$\\alpha \\rightarrow 0$, 3\\times faster, 5\\% and a real\\nnewline"}'
     decoded = decode_answer(raw)
-    assert decoded.data["t"] == "$\\alpha \\rightarrow 0$, 3\\times faster, 5\\% and a real\nnewline"
+    assert (
+        decoded.data["t"] == "$\\alpha \\rightarrow 0$, 3\\times faster, 5\\% and a real\nnewline"
+    )
     assert decoded.repairs == ["latex_backslash"]
 
 
@@ -97,11 +99,22 @@ def test_claims_shape_repairs(stages):
     parsed = stages["claims"].accept(raw, ABSTRACT)
     (claim,) = parsed.output["claims"]
     assert claim["kind"] == "quantitative" and claim["value"] == "41"
-    assert set(parsed.repairs) == {"prose_around", "code_fence", "bare_list", "extra_keys", "kind_case"}
+    assert set(parsed.repairs) == {
+        "prose_around",
+        "code_fence",
+        "bare_list",
+        "extra_keys",
+        "kind_case",
+    }
 
 
 def test_a_quantitative_claim_without_a_number_becomes_qualitative(stages):
-    vague = {**CLAIM, "value": "twice", "statement": "Zip is fast.", "evidence": "Zip cuts inference latency"}
+    vague = {
+        **CLAIM,
+        "value": "twice",
+        "statement": "Zip is fast.",
+        "evidence": "Zip cuts inference latency",
+    }
     parsed = stages["claims"].accept(json.dumps({"claims": [vague]}), ABSTRACT, keep_none=True)
     assert parsed.rejected and "does not occur in its evidence" in str(parsed.rejected[0].error)
     vague["value"] = None
@@ -121,7 +134,9 @@ def test_tags_keep_valid_ids_after_label_plural_and_case_resolution(stages):
     parsed = stages["tags"].accept(raw, ABSTRACT)
     tags = parsed.output["tags"]
     assert "quantum-gravity" not in tags and len(tags) <= 6
-    assert {"question-answering", "efficient-attention"} <= set(tags) or "adversarial-robustness" in tags
+    assert {"question-answering", "efficient-attention"} <= set(
+        tags
+    ) or "adversarial-robustness" in tags
     assert parsed.output["keywords"] == []
     assert {"tag_resolved", "keywords_null"} <= set(parsed.repairs)
     (unknown,) = [d for d in parsed.dropped if d.item == "quantum-gravity"]

@@ -36,8 +36,8 @@ from pipeline.backends import Completion
 from pipeline.config import DEFAULT_BASE_URL, Settings, public_url
 from pipeline.errors import BackendError, FailureKind, FatalBackendError
 from pipeline.limits import Limiter
-from pipeline.repair import without_surrogates
 from pipeline.redact import Redactor, basic_token, secrets_of, url_credentials
+from pipeline.repair import without_surrogates
 from pipeline.stages import Stage
 
 log = logging.getLogger(__name__)

@@ -146,7 +146,9 @@ def _lines(path: Path) -> list[dict]:
         except (ValueError, RecursionError) as exc:
             # An unreadable line answers nothing: its pair is asked synchronously.
             why = "nested too deeply" if isinstance(exc, RecursionError) else type(exc).__name__
-            log.warning("%s: line %d is not a readable result line (%s); skipped", path, number, why)
+            log.warning(
+                "%s: line %d is not a readable result line (%s); skipped", path, number, why
+            )
             continue
         if isinstance(line, dict):
             lines.append(line)

@@ -23,9 +23,7 @@ from pipeline.text import (
 TLDR_MAX_WORDS = 35
 _DIGIT = re.compile(r"\d|[\u00b2\u00b3\u00b9\u2070-\u2079\u2080-\u2089\uff10-\uff19]")
 # What models put before the sentence itself: "TL;DR:", "TLDR -", "Summary:".
-_PREFIX = re.compile(
-    r"^\s*\**\s*(?:tl\s*;?\s*dr|summary)\s*\**\s*[:\-\u2013\u2014]\s*\**\s*", re.I
-)
+_PREFIX = re.compile(r"^\s*\**\s*(?:tl\s*;?\s*dr|summary)\s*\**\s*[:\-\u2013\u2014]\s*\**\s*", re.I)
 _KEY_ALIASES = frozenset({"tldr", "summary", "tl dr"})
 # 35 words rarely pass 300 characters (the offline extractor caps itself at 320); the limit
 # stops one giant "word" (a 10 MB token) that the word count cannot see.
