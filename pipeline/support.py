@@ -497,6 +497,8 @@ ANTONYMS: tuple[tuple[str, str], ...] = (
     ("improve", "degrade"),
     ("improve", "hurt"),
     ("outperform", "underperform"),
+    ("beat", "lose"),
+    ("win", "lose"),
     ("robust", "vulnerable"),
     ("robust", "fragile"),
     ("white", "black"),

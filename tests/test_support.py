@@ -1,0 +1,185 @@
+"""Every field a reader sees is grounded (issue 20.1): dataset and baseline names, the
+numbers and names of a statement, a TL;DR's numbers and names, keywords, and some support for
+each tag; what fails is rejected or dropped with a record, never shown as fact."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipeline.errors import OutputValidationError
+from pipeline.prompts import PACKAGE_PROMPTS_DIR
+from pipeline.stages import build_stages, stage_names
+from pipeline.support import (
+    contradictions,
+    foreign_numbers,
+    name_supported,
+    name_tokens,
+    statement_problems,
+    supported_tags,
+    unstated_superiority,
+)
+from pipeline.taxonomy import load_taxonomy
+
+ABSTRACT = (
+    "We train generative adversarial networks on CIFAR10 and the Penn Treebank, translating "
+    "English-to-German (WMT 2014). Our VINS model beats ResNet-50 by 3.5% and is 2.1x faster "
+    "than prior methods. With 10 sources, it reaches 84.2% accuracy on MNIST and CIFAR-100. "
+    "The photorealisticAI2THOR simulator and hierarchically structured poli- cies help. "
+    "Results for José Núñez's parser are competitive with BERT."
+)
+
+
+@pytest.fixture(scope="module")
+def stages():
+    taxonomy = load_taxonomy(PACKAGE_PROMPTS_DIR / "taxonomy.yaml")
+    return build_stages(stage_names(), PACKAGE_PROMPTS_DIR, taxonomy)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "CIFAR-10",  # hyphen vs none
+        "cifar 10",
+        "GAN",  # an acronym of the abstract's words
+        "GANs",
+        "PTB",  # a documented abbreviation
+        "WMT'14 En-De",  # year and language codes
+        "WMT 2014 English-German",
+        "ResNet50",
+        "MNIST and CIFAR-100",  # a list, item by item
+        "the CIFAR-100 dataset",  # generic words added
+        "strong baselines",
+        "state-of-the-art methods",
+        "AI2THOR",  # glued to a word by PDF extraction
+        "hierarchical policies",  # a line-break hyphen and another word form
+        "Jose Nunez",  # accents
+        "RL-like",  # a generic suffix; RL for reinforcement learning is not in the text...
+    ][:-1],
+)
+def test_names_the_abstract_has_are_supported(name):
+    assert name_supported(name, ABSTRACT), name
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["ImageNet", "BERT-large", "ResNet-152", "CIFAR-1000", "CIFAR-10 and SVHN", "Adam", "GLUE"],
+)
+def test_names_the_abstract_lacks_are_not(name):
+    assert not name_supported(name, ABSTRACT), name
+
+
+def test_tldr_names_and_numbers_include_glued_and_superscript_digits():
+    # A hyphenated word is checked by its name-like part: "GAN-generated" by "GAN".
+    assert name_tokens("IC3Net beats BERT-large on GLUE by x50% in Atari, using GAN-generated data.") == [
+        "IC3Net", "BERT", "GLUE", "x50%", "Atari", "GAN",
+    ]  # fmt: skip
+    known = frozenset({"3.5", "10", "84.2"})
+    assert foreign_numbers("reaches ⁹⁹·⁹% and 84.2% by x50%", known) == ["99", "9", "50"]
+
+
+def test_statement_quantities_come_from_the_evidence_or_its_sentence():
+    evidence = "it reaches 84.2% accuracy on MNIST"
+    sentence = "With 10 sources, it reaches 84.2% accuracy on MNIST and CIFAR-100."
+    assert statement_problems("With 10 sources it gets 84.2% on MNIST.", evidence, ABSTRACT, sentence) == []
+    assert statement_problems("It gets 85.2% on MNIST.", evidence, ABSTRACT, sentence) == [
+        "'85.2', which its evidence does not hold"
+    ]
+    assert statement_problems("It gets 84.2% on CIFAR-10 and ImageNet.", evidence, ABSTRACT, sentence) == [
+        "'ImageNet', which the abstract does not name"
+    ]
+
+
+def test_a_statement_may_not_contradict_or_overstate_its_evidence():
+    assert contradictions("VINS is slower than prior methods.", "is 2.1x faster than prior methods")
+    assert not contradictions("VINS is faster.", "is 2.1x faster than prior methods")
+    assert unstated_superiority("The parser outperforms BERT.", "are competitive with BERT") == "outperform"
+    assert unstated_superiority("The parser matches BERT.", "are competitive with BERT") is None
+    assert unstated_superiority("It improves accuracy.", "reaches 84.2% accuracy") is None
+
+
+def claim(**overrides):
+    return {
+        "statement": "VINS beats ResNet-50 by 3.5%.",
+        "kind": "quantitative",
+        "metric": "accuracy",
+        "value": "3.5",
+        "unit": "%",
+        "dataset": None,
+        "comparison": "ResNet-50",
+        "evidence": "Our VINS model beats ResNet-50 by 3.5%",
+        **overrides,
+    }
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"dataset": "ImageNet"}, "dataset 'ImageNet' is not named in the abstract"),
+        ({"comparison": "ViT-B/16"}, "baseline 'ViT-B/16' is not named in the abstract"),
+        ({"statement": "VINS beats ResNet-50 by 35.2%."}, "'35.2', which its evidence does not hold"),
+        ({"metric": "top-5 accuracy"}, "metric 'top-5 accuracy' has numbers the abstract lacks"),
+        (
+            {
+                "statement": "VINS is 2.1x slower than prior methods.",
+                "value": "2.1",
+                "unit": "x",
+                "comparison": "prior methods",
+                "evidence": "is 2.1x faster than prior methods",
+            },
+            "'slower' where its evidence says 'faster'",
+        ),
+        ({"statement": "VINS loses to ResNet-50 by 3.5%."}, "'lose' where its evidence says 'beat'"),
+    ],
+)
+def test_a_claim_with_an_ungrounded_field_is_rejected_with_a_record(stages, overrides, message):
+    parsed = stages["claims"].accept(json.dumps({"claims": [claim(), claim(**overrides)]}), ABSTRACT)
+    assert len(parsed.output["claims"]) == 1
+    (rejected,) = parsed.rejected
+    assert rejected.index == 1 and rejected.error.kind == "ungrounded"
+    assert message in str(rejected.error)
+
+
+def test_a_tldr_naming_what_the_abstract_lacks_is_rejected(stages):
+    ok = '{"tldr": "VINS, a GAN trained on CIFAR10, beats ResNet-50 by 3.5% and is 2.1x faster."}'
+    assert stages["tldr"].parse(ok, ABSTRACT)
+    for bad, says in [
+        ('{"tldr": "VINS beats ResNet-50 and BERT on GLUE by 3.5%."}', "'GLUE'"),
+        ('{"tldr": "VINS beats ResNet-50 by 37% on CIFAR10."}', "numbers not in the abstract: 37"),
+        ('{"tldr": "VINS reaches ⁹⁹·⁹% accuracy on CIFAR10."}', "numbers not in the abstract"),
+    ]:
+        with pytest.raises(OutputValidationError, match=says) as info:
+            stages["tldr"].parse(bad, ABSTRACT)
+        assert info.value.kind == "ungrounded"
+
+
+def test_keywords_the_abstract_lacks_and_unsupported_tags_are_dropped_with_records(stages):
+    raw = json.dumps(
+        {
+            "tags": ["generative-adversarial-networks", "federated-learning", "machine-translation"],
+            "keywords": ["VINS", "Penn Treebank", "ImageNet"],
+        }
+    )
+    parsed = stages["tags"].accept(raw, ABSTRACT)
+    assert parsed.output == {
+        "tags": ["generative-adversarial-networks", "machine-translation"],
+        "keywords": ["VINS", "Penn Treebank"],
+    }
+    dropped = {(d.field, d.item, d.error.kind) for d in parsed.dropped}
+    assert dropped == {("tags", "federated-learning", "ungrounded"), ("keywords", "ImageNet", "ungrounded")}
+    with pytest.raises(OutputValidationError, match="nothing in the abstract supports"):
+        stages["tags"].accept('{"tags": ["federated-learning", "quantization"]}', ABSTRACT)
+
+
+def test_a_cached_output_with_an_unsupported_tag_fails_validation(stages):
+    with pytest.raises(OutputValidationError, match="supports 'federated-learning'"):
+        stages["tags"].validate({"tags": ["machine-translation", "federated-learning"], "keywords": []}, ABSTRACT)
+
+
+def test_tag_support_follows_phrases_not_scattered_words():
+    taxonomy = load_taxonomy(PACKAGE_PROMPTS_DIR / "taxonomy.yaml")
+    lossless = "We apply fully convolutional models to lossless compression of images."
+    assert "model-compression" not in supported_tags(lossless, taxonomy)
+    pruned = "We study model compression by pruning convolutional networks."
+    assert {"model-compression", "pruning"} <= supported_tags(pruned, taxonomy)
