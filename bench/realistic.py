@@ -384,7 +384,9 @@ def main(argv: list[str] | None = None) -> int:
         default="gpt-4o-mini",
         help="which answer corpus (default: the gpt-4o-mini-style one)",
     )
-    parser.add_argument("--split", choices=("heldout", "dev", "all"), default="heldout")
+    parser.add_argument(
+        "--split", choices=("heldout2", "heldout", "dev", "all"), default="heldout2"
+    )
     parser.add_argument("--verbose", action="store_true", help="list what was lost")
     args = parser.parse_args(argv)
     if args.corpus == "small-models":

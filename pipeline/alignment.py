@@ -45,7 +45,7 @@ from pipeline.spans import fold
 MAX_CHANGED_WORDS = 2
 MAX_ARTICLES = 2
 MAX_LIST_SKIPS = 4
-MAX_LIST_RUN = 4  # words of one skipped list item ("and", "or", "respectively" not counted)
+MAX_LIST_RUN = 5  # words of one skipped list item ("and", "or", "respectively" not counted)
 MAX_FOOTNOTES = 2
 MAX_LEFT_OUT = 1  # words of the abstract a quote may leave out (beyond articles and lists)
 MIN_EXACT_SHARE = 0.6
@@ -251,7 +251,7 @@ def _tokenize(text: str) -> _Tokens:
         keys.append(word.lower().replace(",", "") if word[0].isdigit() else word.lower())
         starts.append(folded.starts[m.start()])
         ends.append(folded.ends[m.end() - 1])
-        comma.append("," in gap or ";" in gap)
+        comma.append("," in gap or ";" in gap or ":" in gap)
         sentence.append(number)
         depth = max(0, depth + gap.count("(") - gap.count(")"))
         parens.append(depth > 0)
@@ -492,6 +492,7 @@ def _is_list_run(text: _Tokens, j: int, k: int) -> bool:
         return run in (("and",), ("or",))  # the connector before the item kept
     if len(words) > MAX_LIST_RUN:
         return False
-    # An item of a list: the last one after "and"/"or", any other one before its comma.
-    comma_after = k < len(text.keys) and text.comma_before[k]
-    return run[0] in ("and", "or") or comma_after
+    # An item of a list: the last one after "and"/"or", any other one before its comma
+    # (semicolon, colon) or before the "and"/"or" of the next.
+    after = k < len(text.keys) and (text.comma_before[k] or text.keys[k] in ("and", "or"))
+    return run[0] in ("and", "or") or after

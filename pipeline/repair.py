@@ -192,13 +192,40 @@ def _fenced(text: str) -> tuple[str, bool] | None:
 
 def _value_start(text: str) -> int | None:
     """Where the answer's JSON value starts: the text itself when it starts with `{` or `[`,
-    else the first `{` (an object in prose), else the first `[`."""
+    else the first `{` or `[` whose bracketed part holds a quoted string (prose may hold
+    brackets: "[1]", "[see below]"); else the first opener at all."""
     if text[:1] in ("{", "["):
         return 0
-    for opener in ("{", "["):
-        at = text.find(opener)
-        if at >= 0:
+    openers = [m.start() for m in re.finditer(r"[{\[]", text)]
+    for at in openers[:_MAX_OPENERS]:
+        end = _closing(text, at)
+        if end is not None and '"' in text[at:end]:
             return at
+    return openers[0] if openers else None
+
+
+_MAX_OPENERS = 64
+
+
+def _closing(text: str, start: int) -> int | None:
+    """The end of the bracketed part opened at `start` (strings skipped), or None."""
+    depth = 0
+    i, n = start, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == '"':
+            m = _STRING.match(text, i)
+            if m is None:
+                return None
+            i = m.end()
+            continue
+        if ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
     return None
 
 

@@ -468,14 +468,55 @@ def numbers_and_names(text: str) -> tuple[list[str], list[str]]:
     return quantities, names
 
 
+# Numbers written as words: a statement's "three APIs" needs "three" or "3" in its evidence.
+NUMBER_WORDS = {
+    w: str(i)
+    for i, w in enumerate(
+        [
+            "zero",
+            "_",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+            "twenty",
+        ]
+    )
+    if w != "_"  # "one" is too often a pronoun ("one of the ...")
+}
+NUMBER_WORDS.update({"thirty": "30", "forty": "40", "fifty": "50", "hundred": "100",
+                     "thousand": "1000", "million": "1000000", "billion": "1000000000",
+                     "twice": "2", "double": "2", "triple": "3", "half": "50"})  # fmt: skip
+
+
 def ungrounded_numbers(text: str, evidence: str, abstract: str) -> list[str]:
     """What of the numbers in `text` (a claim's statement) is not grounded: each quantity
-    must be a number of `evidence`, each named number ("CIFAR-10") a name of the abstract."""
+    (in digits or in words) must be a number of `evidence`, each named number ("CIFAR-10")
+    a name of the abstract."""
     quantities, names = numbers_and_names(text)
     have_q, have_n = numbers_and_names(evidence)
     known = set(have_q) | {m.group(0).replace(",", "") for n in have_n for m in _DIGITS.finditer(n)}
     out = [q for q in quantities if q not in known]
     out += [n for n in names if not name_supported(n, abstract)]
+    shown = set(re.findall(r"[a-z]+", evidence.lower()))
+    for word in re.findall(r"[a-z]+", text.lower()):
+        digits = NUMBER_WORDS.get(word)
+        if digits is not None and word not in shown and digits not in known:
+            out.append(word)
     return list(dict.fromkeys(out))
 
 
@@ -632,6 +673,104 @@ def contradictions(statement: str, evidence: str) -> list[str]:
     return out
 
 
+# Words of a statement that say nothing of its content.
+_FUNCTION_WORDS = frozenset(
+    [
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "we",
+        "our",
+        "they",
+        "their",
+        "which",
+        "with",
+        "by",
+        "as",
+        "an",
+        "a",
+        "the",
+        "of",
+        "on",
+        "in",
+        "for",
+        "to",
+        "and",
+        "or",
+        "from",
+        "at",
+        "than",
+        "can",
+        "also",
+        "more",
+        "most",
+        "such",
+        "into",
+        "over",
+        "both",
+        "show",
+        "shows",
+        "shown",
+        "find",
+        "found",
+        "use",
+        "uses",
+        "used",
+        "using",
+        "has",
+        "have",
+        "had",
+        "not",
+        "no",
+        "do",
+        "does",
+        "did",
+        "may",
+        "might",
+        "while",
+        "when",
+        "where",
+        "how",
+        "what",
+        "who",
+        "whom",
+        "whose",
+        "there",
+        "here",
+        "up",
+        "out",
+        "about",
+        "across",
+        "after",
+        "before",
+    ]
+)
+MAX_NEW_WORDS = 2  # content words a statement may add to what the abstract says
+
+
+def new_words(statement: str, abstract: str) -> list[str]:
+    """Content words of a statement found nowhere in the abstract, as lemmas ("helpful" in
+    "reviewers found it helpful" when the abstract never says so)."""
+    have = {lemma(t) for t in abstract_index(abstract).sequence}
+    out = []
+    for t in tokens(statement):
+        if t[0].isdigit() or len(t) <= 2 or t in _FUNCTION_WORDS or t in GENERIC_WORDS:
+            continue
+        if lemma(t) not in have and t not in out:
+            out.append(t)
+    return out
+
+
 def statement_problems(
     statement: str, evidence: str, abstract: str, context: str | None = None
 ) -> list[str]:
@@ -645,6 +784,10 @@ def statement_problems(
     problems += contradictions(statement, evidence)
     if (claimed := unstated_superiority(statement, evidence)) is not None:
         problems.append(f"a claim of superiority ({claimed!r}) its evidence does not state")
+    added = new_words(statement, abstract)
+    if len(added) > MAX_NEW_WORDS:
+        listed = ", ".join(repr(w) for w in added)
+        problems.append(f"words the abstract never uses ({listed}): say what it says")
     return problems
 
 
@@ -959,8 +1102,9 @@ _VOCABULARY_STOP = frozenset(
 
 @_per_taxonomy
 def _vocabulary(taxonomy: Taxonomy) -> dict[str, frozenset[str]]:
-    """Tag id -> distinctive word lemmas of its id, label, synonyms and definition (the
-    part before any ';', which sends the rest to neighbour tags)."""
+    """Tag id -> distinctive word lemmas of its synonyms and definition (the part before any
+    ';', which sends the rest to neighbour tags): not the words of its own id or label, which
+    support it only together, and not words common in ML abstracts."""
     raw: dict[str, set[str]] = {}
     for tag_id, tag in taxonomy.tags.items():
         definition = (tag.definition or "").split(";")[0]
@@ -979,15 +1123,16 @@ def _vocabulary(taxonomy: Taxonomy) -> dict[str, frozenset[str]]:
         for w in words:
             counts[w] = counts.get(w, 0) + 1
     common = _common_lemmas()
-    return {
-        tag_id: frozenset(
-            w
-            for w in words
-            if counts[w] <= MAX_TAGS_PER_WORD
-            and (w not in common or w in {lemma(t) for t in tokens(tag_id.replace("-", " "))})
+    out = {}
+    for tag_id, words in raw.items():
+        # The tag's own name counts as the whole phrase only ("time series", not "series").
+        name = {
+            lemma(t) for t in tokens(f"{tag_id.replace('-', ' ')} {taxonomy.tags[tag_id].label}")
+        }
+        out[tag_id] = frozenset(
+            w for w in words if counts[w] <= MAX_TAGS_PER_WORD and w not in common and w not in name
         )
-        for tag_id, words in raw.items()
-    }
+    return out
 
 
 @lru_cache(maxsize=1)

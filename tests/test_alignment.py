@@ -29,7 +29,10 @@ LOCATED = [
         "The error drops from 1.2% to 0.6% to in classification tasks",  # PDF artifacts
         "The error drops from 1.2% to 0.6%1to in classifi- cation tasks",
     ),
-    ("The proposed model was trained with a novel objective", "The proposed models were trained with a novel objective"),
+    (
+        "The proposed model was trained with a novel objective",
+        "The proposed models were trained with a novel objective",
+    ),
     (
         "The proposed models were trained ... that is better than A",  # an elision
         "The proposed models were trained with a novel objective that is better than A",

@@ -184,9 +184,9 @@ def test_a_json_number_keeps_its_digits_as_written(stages):
 
 def test_tags_in_any_case_resolve_and_fenced_tldr_parses(stages):
     tags = stages["tags"].parse(
-        '```\n{"tags": ["Probing", "EFFICIENT-ATTENTION"], "keywords": []}\n```', ABSTRACT
+        '```\n{"tags": ["Probing", "INTERPRETABILITY"], "keywords": []}\n```', ABSTRACT
     )
-    assert tags["tags"] == ["probing", "efficient-attention"]
+    assert tags["tags"] == ["probing", "interpretability"]
     tldr = stages["tldr"].parse(
         'Sure! {"tldr": "Sparse probes speed up in vivo imaging 3x."} Hope this helps.', ABSTRACT
     )

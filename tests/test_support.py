@@ -82,19 +82,25 @@ def test_tldr_names_and_numbers_include_glued_and_superscript_digits():
 def test_statement_quantities_come_from_the_evidence_or_its_sentence():
     evidence = "it reaches 84.2% accuracy on MNIST"
     sentence = "With 10 sources, it reaches 84.2% accuracy on MNIST and CIFAR-100."
-    assert statement_problems("With 10 sources it gets 84.2% on MNIST.", evidence, ABSTRACT, sentence) == []
+    assert (
+        statement_problems("With 10 sources it gets 84.2% on MNIST.", evidence, ABSTRACT, sentence)
+        == []
+    )
     assert statement_problems("It gets 85.2% on MNIST.", evidence, ABSTRACT, sentence) == [
         "'85.2', which its evidence does not hold"
     ]
-    assert statement_problems("It gets 84.2% on CIFAR-10 and ImageNet.", evidence, ABSTRACT, sentence) == [
-        "'ImageNet', which the abstract does not name"
-    ]
+    assert statement_problems(
+        "It gets 84.2% on CIFAR-10 and ImageNet.", evidence, ABSTRACT, sentence
+    ) == ["'ImageNet', which the abstract does not name"]
 
 
 def test_a_statement_may_not_contradict_or_overstate_its_evidence():
     assert contradictions("VINS is slower than prior methods.", "is 2.1x faster than prior methods")
     assert not contradictions("VINS is faster.", "is 2.1x faster than prior methods")
-    assert unstated_superiority("The parser outperforms BERT.", "are competitive with BERT") == "outperform"
+    assert (
+        unstated_superiority("The parser outperforms BERT.", "are competitive with BERT")
+        == "outperform"
+    )
     assert unstated_superiority("The parser matches BERT.", "are competitive with BERT") is None
     assert unstated_superiority("It improves accuracy.", "reaches 84.2% accuracy") is None
 
@@ -118,7 +124,10 @@ def claim(**overrides):
     [
         ({"dataset": "ImageNet"}, "dataset 'ImageNet' is not named in the abstract"),
         ({"comparison": "ViT-B/16"}, "baseline 'ViT-B/16' is not named in the abstract"),
-        ({"statement": "VINS beats ResNet-50 by 35.2%."}, "'35.2', which its evidence does not hold"),
+        (
+            {"statement": "VINS beats ResNet-50 by 35.2%."},
+            "'35.2', which its evidence does not hold",
+        ),
         ({"metric": "top-5 accuracy"}, "metric 'top-5 accuracy' has numbers the abstract lacks"),
         (
             {
@@ -130,11 +139,16 @@ def claim(**overrides):
             },
             "'slower' where its evidence says 'faster'",
         ),
-        ({"statement": "VINS loses to ResNet-50 by 3.5%."}, "'lose' where its evidence says 'beat'"),
+        (
+            {"statement": "VINS loses to ResNet-50 by 3.5%."},
+            "'lose' where its evidence says 'beat'",
+        ),
     ],
 )
 def test_a_claim_with_an_ungrounded_field_is_rejected_with_a_record(stages, overrides, message):
-    parsed = stages["claims"].accept(json.dumps({"claims": [claim(), claim(**overrides)]}), ABSTRACT)
+    parsed = stages["claims"].accept(
+        json.dumps({"claims": [claim(), claim(**overrides)]}), ABSTRACT
+    )
     assert len(parsed.output["claims"]) == 1
     (rejected,) = parsed.rejected
     assert rejected.index == 1 and rejected.error.kind == "ungrounded"
@@ -157,7 +171,11 @@ def test_a_tldr_naming_what_the_abstract_lacks_is_rejected(stages):
 def test_keywords_the_abstract_lacks_and_unsupported_tags_are_dropped_with_records(stages):
     raw = json.dumps(
         {
-            "tags": ["generative-adversarial-networks", "federated-learning", "machine-translation"],
+            "tags": [
+                "generative-adversarial-networks",
+                "federated-learning",
+                "machine-translation",
+            ],
             "keywords": ["VINS", "Penn Treebank", "ImageNet"],
         }
     )
@@ -167,14 +185,19 @@ def test_keywords_the_abstract_lacks_and_unsupported_tags_are_dropped_with_recor
         "keywords": ["VINS", "Penn Treebank"],
     }
     dropped = {(d.field, d.item, d.error.kind) for d in parsed.dropped}
-    assert dropped == {("tags", "federated-learning", "ungrounded"), ("keywords", "ImageNet", "ungrounded")}
+    assert dropped == {
+        ("tags", "federated-learning", "ungrounded"),
+        ("keywords", "ImageNet", "ungrounded"),
+    }
     with pytest.raises(OutputValidationError, match="nothing in the abstract supports"):
         stages["tags"].accept('{"tags": ["federated-learning", "quantization"]}', ABSTRACT)
 
 
 def test_a_cached_output_with_an_unsupported_tag_fails_validation(stages):
     with pytest.raises(OutputValidationError, match="supports 'federated-learning'"):
-        stages["tags"].validate({"tags": ["machine-translation", "federated-learning"], "keywords": []}, ABSTRACT)
+        stages["tags"].validate(
+            {"tags": ["machine-translation", "federated-learning"], "keywords": []}, ABSTRACT
+        )
 
 
 def test_tag_support_follows_phrases_not_scattered_words():
