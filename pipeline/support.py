@@ -1008,14 +1008,13 @@ SUPPORT_PHRASES: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 
 
-# Facets whose tags are judgments about the paper (its area, task, kind of contribution)
-# rather than named techniques: one distinctive word of the tag's vocabulary is support; a
-# technique (any other facet) needs two.
-JUDGMENT_FACETS = frozenset({"task", "area", "contribution"})
+# One vocabulary word of a tag is too little: "vulnerability" alone does not make a paper
+# about adversarial robustness. Two distinct ones are support, for every facet.
+VOCABULARY_HITS = 2
 
 
 def _hits_needed(taxonomy: Taxonomy, tag_id: str) -> int:
-    return 1 if taxonomy.facet_of[tag_id] in JUDGMENT_FACETS else 2
+    return VOCABULARY_HITS
 
 
 MAX_TAGS_PER_WORD = 6  # a vocabulary word shared by more tags says too little
