@@ -40,6 +40,7 @@ MAX_DEPTH = 16  # {"claims": [{...}]} is 3 deep
 
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKET = re.compile(r"[{}\[\]]")
 _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
 _VALID_ESCAPE = frozenset('"\\/bfnrtu')
 _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
@@ -230,8 +231,11 @@ def _closing(text: str, start: int) -> int | None:
 
 
 def _check_depth(text: str, raw: str) -> None:
+    if text.count("{") + text.count("[") <= MAX_DEPTH:
+        return  # fewer openers than the limit: no need to look closer
     depth = deepest = 0
-    for ch in _STRING.sub('""', text):
+    for m in _BRACKET.finditer(_STRING.sub('""', text)):
+        ch = m.group(0)
         if ch in "{[":
             depth += 1
             if depth > deepest:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any
 
-from pipeline.spans import fold
+from pipeline.spans import _GREEK, _SYMBOLS
 from pipeline.taxonomy import Taxonomy
 from pipeline.text import NUMBER_RE
 
@@ -224,18 +224,60 @@ def _stem(token: str) -> str:
     return token[:-1]
 
 
+_TEX = re.compile(r"\\([A-Za-z]+)(\{?)|\\(.)|[${}^_*`]")
+# Unicode symbols and Greek letters as words, the way pipeline.spans.fold reads them.
+_SYMBOL_TABLE = str.maketrans(
+    {
+        **{ch: f" {name} " for ch, name in _GREEK.items()},
+        **{k: f" {v} " for k, v in _SYMBOLS.items() if len(k) == 1},
+    }
+)
+
+
+def _tex_word(m: re.Match[str]) -> str:
+    name, brace, char = m.group(1), m.group(2), m.group(3)
+    if name is not None:
+        if name in _SYMBOLS:
+            return f" {_SYMBOLS[name]} "  # \times -> x, \sim -> ~
+        return "" if brace else f" {name} "  # \textit{ -> nothing, \alpha -> alpha
+    return char or ""  # \% -> %; $ { } ^ _ * ` dropped
+
+
+def unmarked(text: str) -> str:
+    """`text` without TeX and Markdown markup, symbols spelled as pipeline.spans.fold does
+    (a cheap form of it for tokens: no offsets kept)."""
+    if _MARKUP.search(text):
+        text = _TEX.sub(_tex_word, text)
+    return text if text.isascii() else text.translate(_SYMBOL_TABLE)
+
+
+@lru_cache(maxsize=4096)
 def tokens(text: str) -> list[str]:
     """Lowercase word and number tokens of `text` after folding typography; letters and
-    digits split apart ("ResNet50" -> resnet, 50), plural "s" dropped."""
-    if _MARKUP.search(text) or not text.isascii():  # markup and symbols as spans.fold reads them
-        text = fold(text).text
-    folded = text.lower()
+    digits split apart ("ResNet50" -> resnet, 50), plural "s" dropped (memoized: do not
+    change the list)."""
+    folded = unmarked(text).lower()
     if not folded.isascii():  # ligatures and full-width forms unfold, accents fold away
         folded = unicodedata.normalize("NFKC", folded.translate(_SUPERSCRIPTS))
         folded = "".join(
             ch for ch in unicodedata.normalize("NFKD", folded) if not unicodedata.combining(ch)
         )
-    return [_stem(t) if not t[0].isdigit() else t.replace(",", "") for t in _TOKEN.findall(folded)]
+    stems = _STEMS
+    out = []
+    for t in _TOKEN.findall(folded):
+        if t[0].isdigit():
+            out.append(t.replace(",", ""))
+            continue
+        stem = stems.get(t)
+        if stem is None:
+            if len(stems) > 100_000:
+                stems.clear()
+            stem = stems[t] = _stem(t)
+        out.append(stem)
+    return out
+
+
+_STEMS: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -243,10 +285,21 @@ class AbstractIndex:
     """An abstract's tokens, their positions, numbers and acronyms (built once per text)."""
 
     sequence: tuple[str, ...]
-    positions: dict[str, tuple[int, ...]]
-    numbers: frozenset[str]
-    acronyms: dict[str, int]  # all-caps tokens of the abstract, lowercased
+    positions: dict[str, list[int]]
+    text: str  # the abstract (or the variant of it) the sequence was read from
     lemmas: bool = False  # the sequence holds lemmas (`lemma`), not tokens
+
+    @cached_property
+    def numbers(self) -> frozenset[str]:
+        """Every number of the text: as written, and digit runs glued to words."""
+        glued = frozenset(t for t in tokens(self.text) if t[0].isdigit())
+        return glued | frozenset(m.group(0).replace(",", "") for m in NUMBER_RE.finditer(self.text))
+
+    @cached_property
+    def acronyms(self) -> frozenset[str]:
+        """All-caps words of the text, lowercased, a plural "s" dropped."""
+        found = re.finditer(r"\b[A-Z][A-Z0-9]*[A-Z]s?\b", self.text)
+        return frozenset(m.group(0).lower().rstrip("s") for m in found)
 
     @cached_property
     def initials(self) -> frozenset[str]:
@@ -284,15 +337,12 @@ def abstract_index(abstract: str) -> AbstractIndex:
     seq = tuple(tokens(abstract))
     positions: dict[str, list[int]] = {}
     for i, t in enumerate(seq):
-        positions.setdefault(t, []).append(i)
-    acronyms = {
-        m.group(0).lower().rstrip("s"): 1
-        for m in re.finditer(r"\b[A-Z][A-Z0-9]*[A-Z]s?\b", abstract)
-    }
-    numbers = frozenset(t for t in seq if t[0].isdigit()) | frozenset(
-        m.group(0).replace(",", "") for m in NUMBER_RE.finditer(abstract)
-    )
-    return AbstractIndex(seq, {k: tuple(v) for k, v in positions.items()}, numbers, acronyms)
+        at = positions.get(t)
+        if at is None:
+            positions[t] = [i]
+        else:
+            at.append(i)
+    return AbstractIndex(seq, positions, abstract)
 
 
 _SMALL_WORDS = frozenset(
@@ -351,7 +401,7 @@ def _name_indexes(abstract: str) -> Iterator[AbstractIndex]:
 def _lowered(abstract: str) -> tuple[str, ...]:
     """The abstract in lowercase, as written and with markup folded away ("**C**onflict")."""
     low = abstract.lower()
-    folded = fold(abstract).text.lower() if _MARKUP.search(abstract) else low
+    folded = " ".join(unmarked(abstract).lower().split()) if _MARKUP.search(abstract) else low
     return (low,) if folded == low else (low, folded)
 
 
@@ -444,6 +494,8 @@ def foreign_numbers(text: str, allowed: frozenset[str] | set[str]) -> list[str]:
 
 
 _DIGITS = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
+_DIGIT_WORD = re.compile(r"\S*\d\S*")  # a whitespace-separated word with a digit
+_ANY_DIGIT = re.compile(r"\d")
 _LETTER = re.compile(r"[^\W\d_]")
 
 
@@ -451,13 +503,13 @@ def numbers_and_names(text: str) -> tuple[list[str], list[str]]:
     """(quantities, named numbers) written in `text`: a number after a letter in the same
     word ("CIFAR-10", "ResNet50", "GPT-4", "x50") belongs to a name, and the word is
     returned whole; every other number ("35.2%", "3.28x", "10k") is a quantity."""
-    folded = unicodedata.normalize("NFKC", text.translate(_SUPERSCRIPTS))
+    folded = (
+        text if text.isascii() else unicodedata.normalize("NFKC", text.translate(_SUPERSCRIPTS))
+    )
     quantities: list[str] = []
     names: list[str] = []
-    for word in folded.split():
-        if not any(ch.isdigit() for ch in word):
-            continue
-        core = word.strip(".,;:!?()[]{}\"'")
+    for found in _DIGIT_WORD.finditer(folded):
+        core = found.group(0).strip(".,;:!?()[]{}\"'")
         for m in _DIGITS.finditer(core):
             before = core[: m.start()]
             if _LETTER.search(before):
@@ -659,18 +711,38 @@ def unstated_superiority(statement: str, evidence: str) -> str | None:
     return claimed
 
 
+# Any word that may stem like an antonym: statements without one need no stemming.
+_ANTONYM_HINT = re.compile(
+    "|".join(sorted({w[:4] for pair in ANTONYMS for w in pair}, key=len, reverse=True)), re.I
+)
+
+
 def contradictions(statement: str, evidence: str) -> list[str]:
     """Where a statement says the opposite of its evidence: an antonym of a word the evidence
     uses (and the statement does not). A dropped negation is not caught: statements say
     "keeps accuracy" for "without decreasing accuracy" too often."""
-    said, shown = _lemmas(statement), _lemmas(evidence)
+    if not _ANTONYM_HINT.search(statement):
+        return []
+    prefixes = _antonym_prefixes()
+    said = {lemma(t) for t in tokens(statement) if t[:4] in prefixes}
+    shown = {lemma(t) for t in tokens(evidence) if t[:4] in prefixes}
     out = []
-    for a, b in ANTONYMS:
-        for x, y in ((a, b), (b, a)):
-            lx, ly = lemma(x), lemma(y)
-            if lx in said and ly in shown and lx not in shown and ly not in said:
-                out.append(f"{x!r} where its evidence says {y!r}")
+    for x, y, lx, ly in _antonym_lemmas():
+        if lx in said and ly in shown and lx not in shown and ly not in said:
+            out.append(f"{x!r} where its evidence says {y!r}")
     return out
+
+
+@lru_cache(maxsize=1)
+def _antonym_prefixes() -> frozenset[str]:
+    """First four letters of every antonym: only such words need a lemma."""
+    return frozenset(w[:4] for pair in ANTONYMS for w in pair)
+
+
+@lru_cache(maxsize=1)
+def _antonym_lemmas() -> tuple[tuple[str, str, str, str], ...]:
+    """(word, opposite, their lemmas) both ways round, for every pair of ANTONYMS."""
+    return tuple((x, y, lemma(x), lemma(y)) for a, b in ANTONYMS for x, y in ((a, b), (b, a)))
 
 
 # Words of a statement that say nothing of its content.
@@ -758,15 +830,25 @@ _FUNCTION_WORDS = frozenset(
 MAX_NEW_WORDS = 2  # content words a statement may add to what the abstract says
 
 
+@lru_cache(maxsize=64)
+def _word_set(abstract: str) -> frozenset[str]:
+    """The abstract's tokens as a set (`tokens`, without building its index)."""
+    return frozenset(tokens(abstract))
+
+
 def new_words(statement: str, abstract: str) -> list[str]:
     """Content words of a statement found nowhere in the abstract, as lemmas ("helpful" in
     "reviewers found it helpful" when the abstract never says so)."""
-    have = {lemma(t) for t in abstract_index(abstract).sequence}
+    same = _word_set(abstract)  # the word itself: no stemming needed
     out = []
     for t in tokens(statement):
-        if t[0].isdigit() or len(t) <= 2 or t in _FUNCTION_WORDS or t in GENERIC_WORDS:
+        if t[0].isdigit() or len(t) <= 2 or t in same or t in _FUNCTION_WORDS:
             continue
-        if lemma(t) not in have and t not in out:
+        if (
+            t not in GENERIC_WORDS
+            and t not in out
+            and lemma(t) not in _lemma_index(abstract).positions
+        ):
             out.append(t)
     return out
 
@@ -779,6 +861,11 @@ def statement_problems(
     contradicts its evidence; [] when it is grounded."""
     problems = [f"{n!r}, which its evidence does not hold" for n in
                 ungrounded_numbers(statement, context or evidence, abstract)]  # fmt: skip
+    said = " ".join(statement.rstrip(". ").lower().split())
+    if evidence.lower() in said and said in " ".join((context or abstract).lower().split()):
+        # The statement is the evidence's own sentence (what the offline extractor writes):
+        # its names and words are the abstract's, and it cannot contradict itself.
+        return problems
     unknown = [n for n in name_tokens(statement) if not name_supported(n, abstract)]
     problems += [f"{n!r}, which the abstract does not name" for n in dict.fromkeys(unknown)]
     problems += contradictions(statement, evidence)
@@ -803,7 +890,9 @@ def name_tokens(sentence: str) -> list[str]:
             word = word[:-2]
         starts_sentence = not previous or previous.endswith((".", ":", "!", "?"))
         previous = m.group(0)
-        if not word or not any(ch.isalpha() for ch in word):
+        if not word or (word.islower() and not _ANY_DIGIT.search(word)):
+            continue  # a lowercase word without digits is no name: the common case
+        if not any(ch.isalpha() for ch in word):
             continue
         parts = word.split("-")
         if len(parts) > 1 and not any(p.isdigit() for p in parts):
@@ -822,6 +911,46 @@ def _name_like(word: str, starts_sentence: bool) -> bool:
     digit_and_letter = any(ch.isdigit() for ch in word)
     capitalized = letters[0].isupper() and not starts_sentence and len(letters) > 1
     return inner_capital or digit_and_letter or capitalized
+
+
+def unsupported_tags(tags: list[str], abstract: str, taxonomy: Taxonomy) -> list[str]:
+    """The tags of `tags` the abstract gives no support for (as `supported_tags` decides;
+    the offline matcher's phrases first, the lexical checks only when they fall short)."""
+    from pipeline.offline.tags import support
+
+    if all(t in support(abstract[:MAX_SUPPORT_CHARS], taxonomy) for t in tags):
+        return []
+    supported = supported_tags(abstract, taxonomy)
+    return [t for t in tags if t not in supported]
+
+
+def _lexical_support(abstract: str, taxonomy: Taxonomy) -> frozenset[str]:
+    """Tags whose id, label or support phrase stands in the abstract (lemmas in a row, small
+    words aside: "models to lossless compression" is no "model compression"), or two
+    distinct words of whose vocabulary do."""
+    key = (abstract, id(taxonomy))
+    hit = _LEXICAL.get(key)
+    if hit is not None and hit[0] is taxonomy:
+        return hit[1]
+    lemmas = _content_lemma_index(abstract)
+    phrases, vocabulary = _indexes(taxonomy)
+    found: set[str] = set()
+    hits: dict[str, int] = {}
+    for word in lemmas.positions:
+        for tag_id, phrase in phrases.get(word, ()):
+            if tag_id not in found and lemmas.has_run(list(phrase)):
+                found.add(tag_id)
+        for tag_id in vocabulary.get(word, ()):
+            hits[tag_id] = hits.get(tag_id, 0) + 1
+    found.update(tag_id for tag_id, n in hits.items() if n >= VOCABULARY_HITS)
+    if len(_LEXICAL) >= 64:
+        _LEXICAL.pop(next(iter(_LEXICAL)))
+    result = frozenset(found)
+    _LEXICAL[key] = (taxonomy, result)
+    return result
+
+
+_LEXICAL: dict[tuple[str, int], tuple[Taxonomy, frozenset[str]]] = {}
 
 
 def supported_tags(abstract: str, taxonomy: Taxonomy) -> frozenset[str]:
@@ -858,61 +987,29 @@ def _supported_tags(abstract: str, taxonomy: Taxonomy) -> frozenset[str]:
     from pipeline.offline.tags import support  # the offline matcher's phrase index
 
     abstract = abstract[:MAX_SUPPORT_CHARS]
-    found = set(support(abstract, taxonomy))
-    lemmas = _content_lemma_index(abstract)
-    words = set(lemmas.positions)
-    vocabulary = _vocabulary(taxonomy)
-    for tag_id, phrases in _tag_phrases(taxonomy).items():
-        if tag_id in found:
-            continue
-        # A phrase's words next to each other (small words aside): "models to lossless
-        # compression" is no "model compression".
-        if any(lemmas.has_run(list(p)) for p in phrases if p[0] in words) or len(
-            vocabulary.get(tag_id, frozenset()) & words
-        ) >= _hits_needed(taxonomy, tag_id):
-            found.add(tag_id)
+    found = set(support(abstract, taxonomy)) | _lexical_support(abstract, taxonomy)
     for umbrella, narrower in _narrower(taxonomy).items():
         if narrower & found:
             found.add(umbrella)
     return frozenset(found)
 
 
-_LEMMA_SUFFIXES = (
-    "ations",
-    "ation",
-    "ions",
-    "ion",
-    "ings",
-    "ing",
-    "ies",
-    "ed",
-    "es",
-    "s",
-    "al",
-    "ly",
-    "e",
-    "y",
-)
-
-
 def lemma(word: str) -> str:
-    """A crude lemma (memoized): up to two suffixes off ("exploring", "exploration" -> "explor";
-    "hierarchically" -> "hierarchic"), never below 4 letters."""
+    """The Snowball (Porter2) stem of a lowercase word, memoized: "exploring" and
+    "exploration" are "explor", "hierarchically" and "hierarchical" "hierarch"."""
     found = _LEMMAS.get(word)
-    if found is not None:
-        return found
-    out = word
-    for _ in range(2):
-        for suffix in _LEMMA_SUFFIXES:
-            if out.endswith(suffix) and len(out) - len(suffix) >= 4:
-                out = out[: -len(suffix)]
-                break
-        else:
-            break
-    if len(_LEMMAS) > 100_000:
-        _LEMMAS.clear()
-    _LEMMAS[word] = out
-    return out
+    if found is None:
+        if len(_LEMMAS) > 100_000:
+            _LEMMAS.clear()
+        found = _LEMMAS[word] = _stemmer().stemWord(word)
+    return found
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    import snowballstemmer  # the Snowball project's own, pure Python; 40 ms to import
+
+    return snowballstemmer.stemmer("english")
 
 
 _LEMMAS: dict[str, str] = {}
@@ -921,30 +1018,46 @@ _LEMMAS: dict[str, str] = {}
 @lru_cache(maxsize=256)
 def _lemma_index(abstract: str) -> AbstractIndex:
     base = abstract_index(abstract)
-    seq = tuple(lemma(t) for t in base.sequence)
-    positions: dict[str, list[int]] = {}
-    for i, t in enumerate(seq):
-        positions.setdefault(t, []).append(i)
-    return AbstractIndex(
-        seq,
-        {k: tuple(v) for k, v in positions.items()},
-        base.numbers,
-        base.acronyms,
-        lemmas=True,
-    )
+    return _index_of(tuple(_lemmas_of(base.sequence)), base)
 
 
 @lru_cache(maxsize=64)
 def _content_lemma_index(abstract: str) -> AbstractIndex:
     """The abstract's lemmas without small words ("of", "the", ...)."""
     base = _lemma_index(abstract)
-    seq = tuple(t for t in base.sequence if t not in _SMALL_WORDS)
+    return _index_of(tuple(t for t in base.sequence if t not in _SMALL_WORDS), base)
+
+
+def _lemmas_of(words: tuple[str, ...]) -> list[str]:
+    known = _LEMMAS.get
+    return [known(t) or lemma(t) for t in words]
+
+
+def _index_of(seq: tuple[str, ...], base: AbstractIndex) -> AbstractIndex:
     positions: dict[str, list[int]] = {}
     for i, t in enumerate(seq):
-        positions.setdefault(t, []).append(i)
-    return AbstractIndex(
-        seq, {k: tuple(v) for k, v in positions.items()}, base.numbers, base.acronyms, True
-    )
+        at = positions.get(t)
+        if at is None:
+            positions[t] = [i]
+        else:
+            at.append(i)
+    return AbstractIndex(seq, positions, base.text, lemmas=True)
+
+
+@_per_taxonomy
+def _indexes(
+    taxonomy: Taxonomy,
+) -> tuple[dict[str, list[tuple[str, tuple[str, ...]]]], dict[str, list[str]]]:
+    """(first lemma -> (tag, phrase) of `_tag_phrases`, lemma -> tags of `_vocabulary`)."""
+    phrases: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+    for tag_id, seqs in _tag_phrases(taxonomy).items():
+        for seq in seqs:
+            phrases.setdefault(seq[0], []).append((tag_id, seq))
+    vocabulary: dict[str, list[str]] = {}
+    for tag_id, words in _vocabulary(taxonomy).items():
+        for word in words:
+            vocabulary.setdefault(word, []).append(tag_id)
+    return phrases, vocabulary
 
 
 @_per_taxonomy
@@ -1003,6 +1116,7 @@ SUPPORT_PHRASES: dict[str, tuple[str, ...]] = {
                                   "objective", "penalty"),
     "cognitive-science": ("human", "humans", "cognitive", "psychology", "brain"),
     "data-augmentation": ("augment", "augmentation", "augmented"),
+    "machine-translation": ("translate", "translating", "translation", "wmt", "iwslt", "nmt"),
     "synthetic-data": ("synthetic", "generated data", "generate examples", "simulated data",
                        "generated examples", "data generation"),
 }  # fmt: skip
@@ -1011,10 +1125,6 @@ SUPPORT_PHRASES: dict[str, tuple[str, ...]] = {
 # One vocabulary word of a tag is too little: "vulnerability" alone does not make a paper
 # about adversarial robustness. Two distinct ones are support, for every facet.
 VOCABULARY_HITS = 2
-
-
-def _hits_needed(taxonomy: Taxonomy, tag_id: str) -> int:
-    return VOCABULARY_HITS
 
 
 MAX_TAGS_PER_WORD = 6  # a vocabulary word shared by more tags says too little

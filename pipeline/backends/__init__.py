@@ -39,6 +39,8 @@ class Backend(Protocol):
     name: str
     model: str
     can_reask: bool
+    # False when `complete` ignores `messages` (the offline backend): they are not built.
+    reads_messages: bool
 
     async def complete(self, stage: Stage, abstract: str, messages: list[dict]) -> Completion:
         """Answer one request (transport retries are the backend's business)."""
@@ -69,6 +71,7 @@ class LazyOpenAIBackend:
 
     name = "openai"
     can_reask = True
+    reads_messages = True
 
     def __init__(self, settings: Settings, limiter: Limiter) -> None:
         self.settings = settings

@@ -35,6 +35,7 @@ class OfflineBackend:
 
     name = "offline"
     can_reask = False
+    reads_messages = False  # the heuristics read the abstract, not a prompt
 
     def __init__(self, taxonomy: Taxonomy) -> None:
         self.taxonomy = taxonomy

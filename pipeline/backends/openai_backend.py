@@ -380,6 +380,7 @@ class OpenAIBackend:
 
     name = "openai"
     can_reask = True
+    reads_messages = True
     # Transport back-off when the server gives no Retry-After: base * 2**(retry-1) + U(0, jitter).
     backoff_base_s = 0.5
     backoff_jitter_s = 1.0

@@ -116,6 +116,7 @@ class RayBackend:
 
     name = "openai"
     can_reask = True
+    reads_messages = True
 
     def __init__(self, settings: Settings, limiter: Limiter) -> None:
         self.model = settings.model

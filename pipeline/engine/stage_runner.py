@@ -252,7 +252,10 @@ async def ask_until_valid(
     `first` is an answer to the first request obtained elsewhere (a Batch API output line):
     it is validated as if the backend had just returned it, and only re-asks are sent.
     """
-    messages = stage.messages(abstract, json_object_mode=json_object)
+    # The tags prompt lists the ids this abstract supports: not worth building for a
+    # backend that never reads it.
+    reads = getattr(backend, "reads_messages", True)
+    messages = stage.messages(abstract, json_object_mode=json_object) if reads else []
     answer = Answer(None, None, None, 0, 0, 0)
     partial: _Partial | None = None
     final_dropped: list[Rejected] = []

@@ -430,6 +430,8 @@ class _Analysis:
         found = matcher.scan(cs, ci, starts, self.aliases)
         if matcher.families and any(families):
             found = _with_families(found, families, matcher.families)
+        # What pipeline.support checks a tag against (negated mentions count there).
+        self.supported = {m.tag for m in _in_context(found, matcher, cs, ci)}
         found = [m for m in found if not self._cancelled(m)]
         weighed = _weigh(_in_context(found, matcher, cs, ci), text)
         self.mentions = _listed(weighed, self.lower, self.gaps)
@@ -1257,6 +1259,7 @@ def match_tags(text: str, taxonomy: Taxonomy) -> tuple[list[str], list[str]]:
     """(tag ids, free keywords) for one abstract; always at least one tag."""
     matcher = matcher_for(taxonomy)
     analysis = _Analysis(matcher, text[:_MAX_CHARS])
+    _remember(text[:_MAX_CHARS], taxonomy, _support_of(analysis, taxonomy))
     return _select(analysis, matcher), _keywords(analysis, matcher)
 
 
@@ -1264,22 +1267,33 @@ def support(text: str, taxonomy: Taxonomy) -> frozenset[str]:
     """Every tag the text gives some support for, as the matcher sees it: a phrase of the tag
     (an ambiguous one only with its context cue; negated or contrasted mentions count), a
     model-family name, or a contribution cue. `match_tags` selects from these; a model's tag
-    is checked against them (pipeline/support.py)."""
-    matcher = matcher_for(taxonomy)
+    is checked against them (pipeline/support.py). Memoized for the last texts (`match_tags`
+    leaves its own there: the offline backend's answer is checked without a second scan)."""
     text = text[:_MAX_CHARS]
-    parts = (_SPLIT_ASCII if text.isascii() else _SPLIT).split(text)
-    cs, ci, lower, families, starts, _in_phrase_col, cue_starts = _columns(
-        list(map(matcher.rows.__getitem__, parts[1::2]))
-    )
-    aliases = _aliases(matcher, _definitions(text))
-    found = matcher.scan(cs, ci, starts, aliases)
-    if matcher.families and any(families):
-        found = _with_families(found, families, matcher.families)
-    tags = {m.tag for m in _in_context(found, matcher, cs, ci)}
-    for k in _cue_hits(lower, cue_starts):
+    hit = _SUPPORT.get((text, id(taxonomy)))
+    if hit is None or hit[0] is not taxonomy:
+        found = _support_of(_Analysis(matcher_for(taxonomy), text), taxonomy)
+        return _remember(text, taxonomy, found)
+    return hit[1]
+
+
+_SUPPORT: dict[tuple[str, int], tuple[Taxonomy, frozenset[str]]] = {}
+
+
+def _remember(text: str, taxonomy: Taxonomy, found: frozenset[str]) -> frozenset[str]:
+    if len(_SUPPORT) >= 64:
+        _SUPPORT.pop(next(iter(_SUPPORT)))
+    _SUPPORT[(text, id(taxonomy))] = (taxonomy, found)
+    return found
+
+
+def _support_of(analysis: _Analysis, taxonomy: Taxonomy) -> frozenset[str]:
+    tags = set(analysis.supported)
+    for k in _cue_hits(analysis.lower, analysis.cue_starts):
         tag_id, weight = _CUE_TAGS[k]
         if weight > 0:
             tags.add(tag_id)
-    if not text.isascii():
+    if not analysis.text.isascii():
+        text = analysis.text
         tags.update(tag_id for tag_id, needles, _w in _CJK_CUES if any(s in text for s in needles))
     return frozenset(t for t in tags if t in taxonomy.tags)

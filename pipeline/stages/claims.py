@@ -21,6 +21,7 @@ from pipeline.support import abstract_index, foreign_numbers, name_supported, st
 from pipeline.taxonomy import Taxonomy
 from pipeline.text import canonical_number, normalize_ws, numbers_in
 
+_DIGIT = re.compile(r"\d")
 MAX_CLAIMS = 12
 DEFINITION_FILE = "claimed_result.md"
 # Longer fields are not a claim but a runaway answer (and would cost alignment time).
@@ -111,10 +112,13 @@ class Claim(BaseModel):
         problems = statement_problems(self.statement, self.evidence, abstract, context)
         if problems:
             raise GroundingError(f"statement has {'; '.join(problems)}")
-        known = abstract_index(abstract).numbers
         for name in ("metric", "unit"):
             value = getattr(self, name)
-            if value and foreign_numbers(value, known):
+            if (
+                value
+                and _DIGIT.search(value)
+                and foreign_numbers(value, abstract_index(abstract).numbers)
+            ):
                 raise GroundingError(f"{name} {value!r} has numbers the abstract lacks")
         for name, what in (("dataset", "dataset"), ("comparison", "baseline")):
             value = getattr(self, name)

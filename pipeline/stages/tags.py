@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from pipeline.errors import ConfigError, OutputValidationError
 from pipeline.schemas import GroundingError, context_taxonomy
 from pipeline.stages.base import Output, Rejected, Shaped, StageSpec
-from pipeline.support import name_supported, supported_tags
+from pipeline.support import name_supported, supported_tags, unsupported_tags
 from pipeline.taxonomy import Taxonomy
 from pipeline.text import normalize_ws
 
@@ -166,12 +166,12 @@ def _split_list(text: str) -> list[str]:
 def screen(output: Output, abstract: str, taxonomy: Taxonomy) -> Shaped:
     """Tags the abstract gives no support for and keywords it lacks are dropped (a record
     each); the rest is cut to the limits. No supported tag at all rejects the answer."""
-    supported = supported_tags(abstract, taxonomy)
+    unsupported = set(unsupported_tags(output["tags"], abstract, taxonomy))
     dropped: list[Rejected] = []
     repairs: list[str] = []
     tags: list[str] = []
     for index, tag_id in enumerate(output["tags"]):
-        if tag_id in supported:
+        if tag_id not in unsupported:
             tags.append(tag_id)
             continue
         error = OutputValidationError(
