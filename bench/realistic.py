@@ -385,7 +385,9 @@ def main(argv: list[str] | None = None) -> int:
         help="which answer corpus (default: the gpt-4o-mini-style one)",
     )
     parser.add_argument(
-        "--split", choices=("heldout3", "heldout2", "heldout", "dev", "all"), default="heldout3"
+        "--split",
+        choices=("heldout4", "heldout3", "heldout2", "heldout", "dev", "all"),
+        default="heldout4",
     )
     parser.add_argument("--verbose", action="store_true", help="list what was lost")
     args = parser.parse_args(argv)

@@ -128,10 +128,15 @@ _FIELDS = ("statement", "kind", "metric", "value", "unit", "dataset", "compariso
 
 class CompliantModel:
     """Answers each first request with the corpus's raw text and each re-ask by applying
-    exactly what it asks (see the module docstring)."""
+    exactly what it asks, truthfully: a faithful claim's evidence becomes its abstract span,
+    a claim the abstract does not support is left out (as the re-ask says), a name the
+    abstract lacks leaves every field it was in. `laundering=True` is the stress test: a
+    model that keeps every claim, copies the closest span of the abstract as its evidence
+    and a number of that span as its value, and fixes only the field named."""
 
-    def __init__(self, entries: list[Entry]) -> None:
+    def __init__(self, entries: list[Entry], *, laundering: bool = False) -> None:
         self.by_abstract = {_key(e.abstract): e for e in entries}
+        self.laundering = laundering
 
     def __call__(self, call: Call) -> str:
         entry = self.by_abstract[_key(call.abstract)]
@@ -175,7 +180,9 @@ class CompliantModel:
             for i, c in enumerate(originals):
                 label = labels[i] if i < len(labels) else {"label": "fabricated"}
                 error = said.get(str(i))
-                fixed.append(self._fix(entry, _shaped(c), label, error) if error else _shaped(c))
+                claim = self._fix(entry, _shaped(c), label, error) if error else _shaped(c)
+                if claim is not None:
+                    fixed.append(claim)
             return json.dumps({"claims": fixed})
         out = []
         labels = entry.claims.get("items") or []
@@ -185,12 +192,16 @@ class CompliantModel:
                 continue
             claim = _shaped(originals[i])
             label = labels[i] if i < len(labels) else {"label": "fabricated"}
-            out.append(self._fix(entry, claim, label, error))
+            fixed = self._fix(entry, claim, label, error)
+            if fixed is not None:
+                out.append(fixed)
         return json.dumps({"claims": out})
 
     def _fix(
         self, entry: Entry, claim: dict[str, Any], label: dict[str, Any], error: str
-    ) -> dict[str, Any]:
+    ) -> dict[str, Any] | None:
+        if not self.laundering:
+            return self._obey(claim, label, error)
         abstract = entry.abstract
         if "evidence" in error and "not in the abstract" in error:
             if label["label"] == "faithful":
@@ -218,6 +229,35 @@ class CompliantModel:
                 claim[name] = re.sub(r"[\d.]+", "", str(claim.get(name) or "")).strip(" -") or None
         return claim
 
+    @staticmethod
+    def _obey(claim: dict[str, Any], label: dict[str, Any], error: str) -> dict[str, Any] | None:
+        """What the re-ask asks, done truthfully (None: the claim is left out)."""
+        if label["label"] != "faithful" and (
+            "evidence" in error or "value" in error or "statement" in error
+        ):
+            return None  # "Leave out a claim the abstract does not support."
+        if label["label"] == "faithful":
+            claim["evidence"] = label["span"]
+            if label.get("value") is not None:
+                claim["value"] = str(label["value"])
+            if "statement has" in error:
+                for n in re.findall(r"'([^']+)'", error.split("statement has", 1)[1]):
+                    claim["statement"] = _without(str(claim["statement"]), n)
+        for key, what in (("dataset", "dataset"), ("comparison", "baseline")):
+            if what in error and "not named" in error and claim.get(key):
+                claim["statement"] = _without(str(claim["statement"]), str(claim[key]))
+                claim[key] = None
+        for name in ("metric", "unit"):
+            if f"{name} " in error and "numbers the abstract lacks" in error:
+                claim[name] = re.sub(r"[\d.@]+", "", str(claim.get(name) or "")).strip(" -") or None
+        return claim
+
+
+def _without(text: str, phrase: str) -> str:
+    """`text` with every occurrence of `phrase` (any case) taken out, spaces tidied."""
+    out = re.sub(re.escape(phrase), "", text, flags=re.I)
+    return re.sub(r"\s+([,.;])", r"\1", " ".join(out.split()))
+
 
 def _shaped(claim: dict[str, Any]) -> dict[str, Any]:
     out = {k: claim.get(k) for k in _FIELDS}
@@ -228,10 +268,12 @@ def _shaped(claim: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def replay(entries: list[Entry], compliant: bool) -> Callable[[Call], str]:
+def replay(
+    entries: list[Entry], compliant: bool, laundering: bool = False
+) -> Callable[[Call], str]:
     """The replay server's answer function."""
     if compliant:
-        return CompliantModel(entries)
+        return CompliantModel(entries, laundering=laundering)
     table = {
         (s, _key(e.abstract)): e.__dict__[s]["raw"]
         for e in entries
@@ -358,7 +400,13 @@ def _records(run_dir: Path) -> Iterator[dict[str, Any]]:
 
 
 def run(
-    entries: list[Entry], folder: Path, *, max_reasks: int, compliant: bool, name: str = "run"
+    entries: list[Entry],
+    folder: Path,
+    *,
+    max_reasks: int,
+    compliant: bool,
+    laundering: bool = False,
+    name: str = "run",
 ) -> tuple[Tally, Path, int]:
     """One digest run over the entries; its tally, run folder and request count."""
     inputs = folder / f"{name}.jsonl"
@@ -370,7 +418,9 @@ def run(
         encoding="utf-8",
     )
     out = folder / f"run-{name}"
-    with ReplayServer(replay(entries, compliant), model="llama-3.1-8b-instruct") as server:
+    with ReplayServer(
+        replay(entries, compliant, laundering), model="llama-3.1-8b-instruct"
+    ) as server:
         settings = load_settings(
             None,
             env={"OPENAI_API_KEY": "sk-replay-0000"},
@@ -451,14 +501,24 @@ def main(split: str, reasks: list[int], compliant: bool, verbose: bool) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for n in reasks:
             # Re-asks that get the same answer again change nothing worth printing.
-            modes = [True] if compliant and n > 0 else [False]
-            for mode in modes:
-                name = f"r{n}{'-compliant' if mode else ''}"
+            modes = (
+                [("compliant", False), ("laundering", True)]
+                if compliant and n > 0
+                else [("", False)]
+            )
+            for mode, laundering in modes:
+                name = f"r{n}-{mode or 'plain'}"
                 tally, _run_dir, requests = run(
-                    entries, Path(tmp), max_reasks=n, compliant=mode, name=name
-                )
-                label = f"max_reasks {n}" + (
-                    ", compliant re-asks" if mode else ", re-asks replay the same answer"
+                    entries, Path(tmp), max_reasks=n, compliant=bool(mode),
+                    laundering=laundering, name=name,
+                )  # fmt: skip
+                label = (
+                    f"max_reasks {n}"
+                    + {
+                        "": ", no re-asks",
+                        "compliant": ", a model that does what each re-ask says",
+                        "laundering": ", stress test: a model that launders (copies the closest span)",
+                    }[mode]
                 )
                 print(
                     "\n".join(

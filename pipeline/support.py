@@ -557,18 +557,23 @@ NUMBER_WORDS.update({"thirty": "30", "forty": "40", "fifty": "50", "hundred": "1
 
 def ungrounded_numbers(text: str, evidence: str, abstract: str) -> list[str]:
     """What of the numbers in `text` (a claim's statement) is not grounded: each quantity
-    (in digits or in words) must be a number of `evidence`, each named number ("CIFAR-10")
-    a name of the abstract."""
+    in digits must be a number of `evidence`, each named number ("CIFAR-10") a name of the
+    abstract, each number in words ("three") a number of the abstract."""
     quantities, names = numbers_and_names(text)
     have_q, have_n = numbers_and_names(evidence)
     known = set(have_q) | {m.group(0).replace(",", "") for n in have_n for m in _DIGITS.finditer(n)}
     out = [q for q in quantities if q not in known]
     out += [n for n in names if not name_supported(n, abstract)]
-    shown = set(re.findall(r"[a-z]+", evidence.lower()))
-    for word in re.findall(r"[a-z]+", text.lower()):
-        digits = NUMBER_WORDS.get(word)
-        if digits is not None and word not in shown and digits not in known:
-            out.append(word)
+    # A number in words is often a reference ("none of the three claims"): it may stand
+    # anywhere in the abstract, in words or digits.
+    words = re.findall(r"[a-z]+", text.lower())
+    if any(w in NUMBER_WORDS for w in words):
+        said = set(re.findall(r"[a-z]+", abstract.lower()))
+        digits = abstract_index(abstract).numbers
+        for word in words:
+            value = NUMBER_WORDS.get(word)
+            if value is not None and word not in said and value not in digits:
+                out.append(word)
     return list(dict.fromkeys(out))
 
 
@@ -613,6 +618,28 @@ ANTONYMS: tuple[tuple[str, str], ...] = (
     ("online", "offline"),
     ("competitive", "uncompetitive"),
     ("consistent", "inconsistent"),
+    # opposite properties that ML abstracts state of methods and settings
+    ("partially", "fully"),
+    ("partial", "full"),
+    ("local", "global"),
+    ("static", "dynamic"),
+    ("discrete", "continuous"),
+    ("synchronous", "asynchronous"),
+    ("explicit", "implicit"),
+    ("deterministic", "stochastic"),
+    ("symmetric", "asymmetric"),
+    ("shallow", "deep"),
+    ("single", "multiple"),
+    ("few", "many"),
+    ("short", "long"),
+    ("simple", "complex"),
+    ("open", "closed"),
+    ("labeled", "unlabeled"),
+    ("seen", "unseen"),
+    ("targeted", "untargeted"),
+    ("biased", "unbiased"),
+    ("necessary", "unnecessary"),
+    ("sufficient", "insufficient"),
 )
 
 
@@ -705,7 +732,7 @@ def unstated_superiority(statement: str, evidence: str) -> str | None:
     claimed = next((w for w in said if w in claims), None)
     if claimed is None:
         return None
-    shown = {lemma(t) for t in tokens(evidence)}
+    shown = {lemma(t) for t in (*tokens(evidence), *tokens(evidence.replace("-", "")))}
     if shown & comparisons or any(t[0].isdigit() for t in shown):
         return None
     return claimed
@@ -1088,7 +1115,7 @@ SUPPORT_PHRASES: dict[str, tuple[str, ...]] = {
         "improve", "outperform", "achieve",
     ),
     "empirical-study": (
-        "we study", "we investigate", "we analyze", "we analyse", "we examine", "we evaluate",
+        "study", "investigate", "analyze", "analyse", "examine", "we evaluate",
         "we compare", "experiments", "empirical", "empirically", "analysis",
     ),
     "efficiency": (
@@ -1116,6 +1143,7 @@ SUPPORT_PHRASES: dict[str, tuple[str, ...]] = {
                                   "objective", "penalty"),
     "cognitive-science": ("human", "humans", "cognitive", "psychology", "brain"),
     "data-augmentation": ("augment", "augmentation", "augmented"),
+    "fairness": ("bias", "biased", "biases", "discrimination", "demographic", "minorities"),
     "machine-translation": ("translate", "translating", "translation", "wmt", "iwslt", "nmt"),
     "synthetic-data": ("synthetic", "generated data", "generate examples", "simulated data",
                        "generated examples", "data generation"),
