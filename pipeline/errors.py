@@ -31,7 +31,8 @@ FAILURE_KINDS: dict[FailureKind, str] = {
     "invalid_json": "the answer is not valid JSON; re-asked with the parse error",
     "schema": "the JSON does not fit the stage's schema; re-asked with the validation error",
     "ungrounded": "the answer states what the abstract does not (evidence not in the "
-    "abstract, a number it lacks, a tag outside the taxonomy); re-asked",
+    "abstract, a number, name or dataset it lacks, a tag outside the taxonomy or that nothing "
+    "in it supports); a claim is re-asked, a tag or keyword dropped, a TL;DR re-asked",
     "truncated": "the answer was cut off at max_tokens (finish_reason=length); re-asked",
     "refusal": "the model refused to answer; re-asked",
     "rate_limit": "429 after every transport retry",

@@ -1,0 +1,91 @@
+"""The small-model corpus (issue 20.6): blind answers in the style of three 7-8B models,
+labelled item by item, and what the pipeline does with them (issue 20.7's targets, kept as a
+regression guard on the last batch; the held-out figures of each batch are in NOTES.md)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from bench import small_models
+
+FOLDER = Path(__file__).parent / "data" / "smallmodel"
+CATEGORIES = {
+    "dataset", "baseline", "statement_number", "value_number", "evidence_changed",
+    "evidence_invented", "tldr_name", "tldr_number", "unsupported_tag", "keyword",
+}  # fmt: skip
+
+
+def _checker():
+    spec = importlib.util.spec_from_file_location("check_answers", FOLDER / "check_answers.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_answers_file_passes_the_annotators_structure_check(capsys):
+    check = _checker().check
+    files = sorted(FOLDER.glob("answers_*.yaml"))
+    assert len(files) == 12  # 3 annotators x (dev + heldout, heldout2, heldout3, heldout4)
+    assert [p for f in files for p in check(f)] == []
+
+
+def test_the_corpus_is_five_batches_of_unshipped_abstracts():
+    rows = [json.loads(x) for x in (FOLDER / "abstracts.jsonl").read_text().splitlines()]
+    assert Counter(r["split"] for r in rows) == {
+        "dev": 42, "heldout": 42, "heldout2": 42, "heldout3": 42, "heldout4": 42,
+    }  # fmt: skip
+    assert len({r["paper_id"] for r in rows}) == len({r["abstract"] for r in rows}) == 210
+    shipped = "\n".join(
+        p.read_text(encoding="utf-8", errors="replace")
+        for p in sorted((FOLDER.parents[1]).rglob("*"))
+        if p.is_file()
+        and "smallmodel" not in p.parts
+        and p.suffix in (".jsonl", ".json", ".txt", ".yaml")
+    )
+    assert len(shipped) > 500_000
+    assert [r["paper_id"] for r in rows if r["abstract"][:200] in shipped] == []
+
+
+@pytest.mark.parametrize("split", ["heldout", "heldout2", "heldout3", "heldout4"])
+def test_each_held_out_batch_has_the_size_and_fabrications_the_issue_asks(split):
+    entries = small_models.load_corpus(split)
+    assert len(entries) == 42 and {e.model for e in entries} == {
+        "llama-3.1-8b-instruct", "qwen2.5-7b-instruct", "mistral-7b-instruct-v0.3",
+    }  # fmt: skip
+    faithful = sum(i["label"] == "faithful" for e in entries for i in e.claims.get("items") or [])
+    categories = small_models.categories(entries)
+    assert faithful >= 100 and sum(categories.values()) >= 30
+    assert set(categories) >= CATEGORIES, CATEGORIES - set(categories)
+
+
+@pytest.fixture(scope="module")
+def last_batch(tmp_path_factory):
+    entries = small_models.load_corpus("heldout4")
+    folder = tmp_path_factory.mktemp("smallmodels")
+    plain, _run, _requests = small_models.run(
+        entries, folder, max_reasks=0, compliant=False, name="r0"
+    )
+    compliant, _run, _requests = small_models.run(
+        entries, folder, max_reasks=2, compliant=True, name="r2"
+    )
+    return plain.counts, compliant.counts
+
+
+def test_without_reasks_faithful_work_is_kept_and_nothing_fabricated_is_shown(last_batch):
+    c, _ = last_batch
+    assert c["faithful_claims_kept"] / c["faithful_claims"] >= 0.95
+    assert c["tag_accepted"] / c["tag_answers"] >= 0.90
+    assert c["leaked"] == 0 and sum(v for k, v in c.items() if k.startswith("fabricated:")) >= 30
+
+
+def test_with_reasks_a_compliant_model_gets_everything_through_but_fabrications(last_batch):
+    _, c = last_batch
+    assert c["faithful_claims_kept"] / c["faithful_claims"] >= 0.99
+    assert c["tldr_accepted"] == c["tldr_answers"] and c["tag_accepted"] == c["tag_answers"]
+    assert c["leaked"] == 0
