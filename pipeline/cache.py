@@ -29,7 +29,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from pipeline.errors import StorageError
 from pipeline.jsonl import compact_json
@@ -120,13 +120,19 @@ def _slot(key: str) -> int:
 class StageCache:
     """The cache file of one stage: offset index in memory, records read on demand."""
 
-    def __init__(self, path: Path, seal_id: str | None = None) -> None:
+    def __init__(self, path: Path, seal_id: str | None = None, *, read_only: bool = False) -> None:
         self.path = path
         self._seal_id = seal_id.encode("ascii") if seal_id else None
+        # Read-only (a dry run, a batch submit): a missing file is an empty cache, not created.
+        self.read_only = read_only
+        self._fd: int | None = None
+        self._reader: IO[bytes] | None = None
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-            self._reader = open(path, "rb")  # noqa: SIM115 - lives as long as the cache
+            if not read_only:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            if not read_only or path.exists():
+                self._reader = open(path, "rb")  # noqa: SIM115 - lives as long as the cache
         except OSError as exc:
             raise StorageError.from_os_error(f"the cache {path}", exc) from exc
         # The first 64 bits of each key -> the offset of its line: an int costs a quarter of
@@ -140,7 +146,7 @@ class StageCache:
     def _load(self) -> None:
         offset = 0
         last_line_complete = True
-        for line in self._reader:
+        for line in self._reader or ():
             complete = line.endswith(b"\n")
             # A record ends with "}\n"; a line torn by a kill (then newline-terminated) does not.
             if (
@@ -161,7 +167,7 @@ class StageCache:
                 log.warning("%s: skipped a torn or foreign line at byte %d", self.path, offset)
             offset += len(line)
             last_line_complete = complete
-        if not last_line_complete:
+        if not last_line_complete and self._fd is not None:
             # Terminate the torn tail so the next append starts on a fresh line.
             with _locked(self._fd):
                 self._append(b"\n")
@@ -187,7 +193,7 @@ class StageCache:
     def lookup_line(self, key: str) -> tuple[bytes | None, bool]:
         """The cached line for `key` as written (or None) and whether its seal holds."""
         offset = self.index.get(_slot(key))
-        if offset is None:
+        if offset is None or self._reader is None:
             return None, False
         self._reader.seek(offset)
         line = self._reader.readline()
@@ -235,6 +241,8 @@ class StageCache:
         A failed write (disk full, ...) is cut off the file again, so no torn line is left
         behind, and raised as a StorageError naming the cache file.
         """
+        if self._fd is None:
+            raise StorageError(f"the cache {self.path} is open read-only")
         line = _PREFIX + key.encode("ascii") + b'",' + compact_json(record)[1:]
         if self._seal_id is not None:
             line = line[:-1] + _SEAL_START + self._seal(line) + b'"}'
@@ -247,6 +255,7 @@ class StageCache:
 
     def _append(self, data: bytes, offset: int | None = None) -> None:
         """os.write until every byte is written (a write may be short); under the lock."""
+        assert self._fd is not None
         view = memoryview(data)
         try:
             while view:
@@ -265,8 +274,12 @@ class StageCache:
     def close(self) -> None:
         """Release the file handles and the index."""
         self.index = {}  # its memory serves what the run does after the cache (the report)
-        self._reader.close()
-        os.close(self._fd)
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 class _locked:
@@ -286,10 +299,18 @@ class Cache:
     """All stage caches under one directory."""
 
     def __init__(
-        self, cache_dir: Path, stages: tuple[str, ...], seal_id: str | None = None
+        self,
+        cache_dir: Path,
+        stages: tuple[str, ...],
+        seal_id: str | None = None,
+        *,
+        read_only: bool = False,
     ) -> None:
         self.dir = cache_dir
-        self.stages = {name: StageCache(cache_dir / f"{name}.jsonl", seal_id) for name in stages}
+        self.stages = {
+            name: StageCache(cache_dir / f"{name}.jsonl", seal_id, read_only=read_only)
+            for name in stages
+        }
 
     def close(self) -> None:
         """Close every stage file."""

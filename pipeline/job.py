@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Protocol
 
 from pipeline import __version__
-from pipeline.backends import Backend, make_backend
-from pipeline.cache import Cache
+from pipeline.backends import Backend
 from pipeline.config import Settings
+from pipeline.context import BackendIdentity, RunContext, load_project_taxonomy
 from pipeline.engine.progress import NoProgress, Progress
 from pipeline.engine.schedule import run_in_order
+from pipeline.engine.select import Engine, engine_for
 from pipeline.engine.stage_runner import FirstAnswer, StageRunner
 from pipeline.engine.stats import RunStats
 from pipeline.errors import FatalBackendError, InputError, RunInterrupted, StorageError
@@ -33,8 +34,6 @@ from pipeline.prompts import content_hash
 from pipeline.rundir import Manifest, RunWriter, SummaryRecord
 from pipeline.rundir.models import Counts, RunStatus, StageCounts, TaxonomyRef, Tokens
 from pipeline.schemas import SCHEMA_VERSION
-from pipeline.stages import Stage, build_stages, validator_id
-from pipeline.taxonomy import Taxonomy, load_taxonomy
 
 log = logging.getLogger(__name__)
 
@@ -71,21 +70,17 @@ def new_run_dir(settings: Settings, prefix: str = "run") -> Path:
     return candidate
 
 
-def load_project_taxonomy(settings: Settings) -> Taxonomy:
-    """The taxonomy file next to the prompt templates."""
-    return load_taxonomy(settings.prompts_dir / "taxonomy.yaml")
+__all__ = ["JobResult", "RecordSink", "load_project_taxonomy", "new_run_dir", "run_job"]
 
 
 @dataclass
 class _Run:
     """What one run holds while it goes: its parts and its counts."""
 
-    settings: Settings
+    context: RunContext
+    engine: Engine
     ingest: IngestResult
-    taxonomy: Taxonomy
-    stages: dict[str, Stage]
     writer: RunWriter
-    cache: Cache
     stats: RunStats
     sinks: Sequence[RecordSink]
     progress: Progress
@@ -93,6 +88,11 @@ class _Run:
     backend: Backend | None = None
     limiter: Limiter | None = None
     first_answers: dict[str, FirstAnswer] | None = None
+
+    @property
+    def settings(self) -> Settings:
+        """The run's settings."""
+        return self.context.settings
 
     def emit(self, record: SummaryRecord) -> None:
         line = self.writer.write_record(record)
@@ -148,12 +148,12 @@ class _Run:
             skipped_inputs=self.ingest.skipped[:100],
             ignored_files=self.ingest.ignored[:MAX_IGNORED_LISTED],
             schema_version=SCHEMA_VERSION,
-            prompts={name: stage.prompt_hash for name, stage in self.stages.items()},
+            prompts={name: stage.prompt_hash for name, stage in self.context.stages.items()},
             taxonomy=TaxonomyRef(
-                version=self.taxonomy.version,
-                hash=content_hash(self.taxonomy.model_dump(mode="json")),
+                version=self.context.taxonomy.version,
+                hash=content_hash(self.context.taxonomy.model_dump(mode="json")),
             ),
-            cache_dir=str(self.cache.dir),
+            cache_dir=str(self.settings.cache_dir),
         )
 
 
@@ -166,6 +166,7 @@ def run_job(
     sinks: Sequence[RecordSink] = (),
     backend: Backend | None = None,
     first_answers: dict[str, FirstAnswer] | None = None,
+    context: RunContext | None = None,
 ) -> JobResult:
     """Run every configured stage over the ingested abstracts and write the run folder.
 
@@ -175,26 +176,23 @@ def run_job(
     answer as it arrives.
     `first_answers` (cache key -> answer, e.g. Batch API output lines) stand for the first
     request of their stage; each one taken is removed from the dict.
+    `context`: the run context of `settings` when the caller built one (it is closed here).
     """
     started = time.time()
-    taxonomy = load_project_taxonomy(settings)
-    stages = build_stages(settings.stages, settings.prompts_dir, taxonomy)
-    cache = Cache(
-        settings.cache_dir, tuple(stages), validator_id()
-    )  # before the run folder: a bad cache
+    identity = BackendIdentity(backend.name, backend.model) if backend is not None else None
+    # The cache before the run folder: a bad cache leaves no folder behind.
+    context = context or RunContext(settings, identity=identity)
     try:
         writer = RunWriter(run_dir)  # leaves no half-made folder behind
     except BaseException:
-        cache.close()
+        context.close()
         raise
     run = _Run(
-        settings=settings,
+        context=context,
+        engine=engine_for(settings, backend=backend),
         ingest=ingest,
-        taxonomy=taxonomy,
-        stages=stages,
         writer=writer,
-        cache=cache,
-        stats=RunStats.for_stages(tuple(stages)),
+        stats=RunStats.for_stages(tuple(context.stages)),
         sinks=sinks,
         progress=progress or NoProgress(),
         started=started,
@@ -206,21 +204,8 @@ def run_job(
     failing = True
     try:
         runner = _prepare(run)
-        run.progress.start(len(run.ingest.abstracts), tuple(run.stages))
-        if settings.engine == "ray" and backend is None:
-            from pipeline.engine.ray_engine import RayBackend, run_with_ray
-
-            assert isinstance(run.backend, RayBackend)
-            run_with_ray(
-                settings,
-                runner,
-                run.backend,
-                run.ingest.abstracts,
-                run.progress,
-                settle=lambda: asyncio.run(_run(run, runner)),
-            )
-        else:
-            asyncio.run(_run(run, runner))
+        run.progress.start(len(run.ingest.abstracts), tuple(context.stages))
+        run.engine.run(runner, run.ingest.abstracts, run.progress, lambda: _run(run, runner))
         status = "ok" if run.stats.failed_stages == 0 else "failed"
         failing = False
     except RunInterrupted:
@@ -246,7 +231,7 @@ def _close_run(run: _Run, manifest: Manifest, *, quiet: bool) -> None:
     steps: list[Callable[[], object]] = [
         functools.partial(run.writer.write_manifest, manifest),
         run.writer.close,
-        run.cache.close,
+        run.context.close,
         *(functools.partial(sink.finish, manifest) for sink in run.sinks),
     ]
     first: StorageError | None = None
@@ -268,25 +253,14 @@ def _prepare(run: _Run) -> StageRunner:
         requests_per_minute=settings.requests_per_minute,
         tokens_per_minute=settings.tokens_per_minute,
     )
-    if run.backend is None and settings.engine == "ray":
-        from pipeline.engine.ray_engine import RayBackend, check_engine
-
-        check_engine(settings)
-        run.backend = RayBackend(settings, run.limiter)
-    elif run.backend is None:
-        run.backend = make_backend(settings, run.limiter, run.taxonomy)
+    if run.backend is None:
+        run.backend = run.engine.backend(run.limiter, run.context.taxonomy)
     return StageRunner(
-        stages=run.stages,
+        context=run.context,
         backend=run.backend,
-        cache=run.cache,
         stats=run.stats,
         progress=run.progress,
         on_error=run.writer.write_error,
-        params=settings.generation_params,
-        json_object=settings.response_format == "json_object",
-        max_reasks=settings.max_reasks,
-        max_tokens=settings.max_tokens,
-        force=settings.force,
         first_answers=run.first_answers,
     )
 
@@ -296,10 +270,11 @@ async def _run(run: _Run, runner: StageRunner) -> None:
     assert run.backend is not None
 
     async def work(abstract: Abstract) -> SummaryRecord:
+        stages = run.context.stages
         results = await asyncio.gather(
-            *(runner.run_stage(stage, abstract) for stage in run.stages.values())
+            *(runner.run_stage(stage, abstract) for stage in stages.values())
         )
-        return runner.record(abstract, dict(zip(run.stages, results, strict=True)))
+        return runner.record(abstract, dict(zip(stages, results, strict=True)))
 
     feed = runner.remote
     if feed is not None:

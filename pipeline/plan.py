@@ -12,15 +12,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from pipeline.cache import Cache, StageCache
 from pipeline.config import Settings
-from pipeline.engine.progress import NoProgress
-from pipeline.engine.stage_runner import StageRunner
-from pipeline.engine.stats import RunStats
+from pipeline.context import RunContext
 from pipeline.ingest import IngestResult
-from pipeline.job import load_project_taxonomy
 from pipeline.pricing import Price, format_cost, format_tokens
-from pipeline.stages import Stage, build_stages, validator_id
 
 
 @dataclass
@@ -66,82 +61,17 @@ class Plan:
         return self.price.cost(self.tokens_in, 0, self.tokens_out)
 
 
-@dataclass(frozen=True)
-class _Identity:
-    """What cache keys need from a backend, without building one (no client, no network)."""
-
-    name: str
-    model: str
-    can_reask: bool = False
-
-
-class _NoCache:
-    """A stage cache file that does not exist: every lookup misses (and nothing is created)."""
-
-    def lookup_line(self, key: str) -> tuple[None, bool]:
-        return None, False
-
-
-class ReadOnlyCache:
-    """The stage caches that exist, opened for lookups; a missing one is empty (not created)."""
-
-    def __init__(self, settings: Settings, stages: dict[str, Stage]) -> None:
-        self.stages: dict[str, StageCache | _NoCache] = {}
-        seal = validator_id()
-        for name in stages:
-            path = settings.cache_dir / f"{name}.jsonl"
-            self.stages[name] = StageCache(path, seal) if path.exists() else _NoCache()
-
-    def close(self) -> None:
-        """Close the stage caches that were opened."""
-        for cache in self.stages.values():
-            if isinstance(cache, StageCache):
-                cache.close()
-
-
-def backend_identity(settings: Settings) -> _Identity:
-    """What cache keys need of the backend the settings name, without building it."""
-    if settings.resolved_provider == "offline":
-        from pipeline.backends.offline import heuristics_version
-
-        return _Identity("offline", f"offline-heuristics-{heuristics_version()}")
-    return _Identity("openai", settings.model)
-
-
-def lookup_runner(
-    settings: Settings, stages: dict[str, Stage], cache: ReadOnlyCache | Cache
-) -> StageRunner:
-    """A StageRunner for cache keys, lookups and stores only: it has no backend to ask."""
-    return StageRunner(
-        stages=stages,
-        backend=backend_identity(settings),  # type: ignore[arg-type]
-        cache=cache,  # type: ignore[arg-type]
-        stats=RunStats.for_stages(tuple(stages)),
-        progress=NoProgress(),
-        on_error=lambda record: None,
-        params=settings.generation_params,
-        json_object=settings.response_format == "json_object",
-        max_reasks=0,
-        max_tokens=settings.max_tokens,
-        force=settings.force,
-    )
-
-
 def plan_run(settings: Settings, ingest: IngestResult) -> Plan:
     """The plan of a run of `settings` over `ingest`: requests, tokens, cost."""
-    taxonomy = load_project_taxonomy(settings)
-    stages = build_stages(settings.stages, settings.prompts_dir, taxonomy)
-    identity = backend_identity(settings)
-    cache = ReadOnlyCache(settings, stages)
     json_object = settings.response_format == "json_object"
-    runner = lookup_runner(settings, stages, cache)
-    plan = Plan(len(ingest.abstracts), identity.name, identity.model, settings.price)
-    try:
-        for name, stage in stages.items():
+    with RunContext(settings, cache="read") as context:
+        identity = context.identity
+        plan = Plan(len(ingest.abstracts), identity.name, identity.model, settings.price)
+        for name, stage in context.stages.items():
             schema = "" if json_object else stage.json_schema_text
             sp = plan.stages[name] = StagePlan()
             for abstract in ingest.abstracts:
-                if runner.cached(stage, abstract, runner.key(stage, abstract)) is not None:
+                if context.cached(stage, abstract, context.key(stage, abstract)) is not None:
                     sp.cached += 1
                     continue
                 messages = stage.messages(abstract.text, json_object_mode=json_object)
@@ -149,8 +79,6 @@ def plan_run(settings: Settings, ingest: IngestResult) -> Plan:
                 sp.calls += 1
                 sp.tokens_in += math.ceil(chars / 4)
                 sp.tokens_out += stage.spec.output_tokens
-    finally:
-        cache.close()
     return plan
 
 

@@ -395,9 +395,9 @@ def test_an_edited_sealed_line_is_validated_and_refused(tmp_path, caplog, monkey
 def test_other_validation_code_validates_every_line(tmp_path, monkeypatch):
     inputs = write_inputs(tmp_path)
     offline_run(tmp_path, inputs, "clean")
-    import pipeline.job
+    import pipeline.context
 
-    monkeypatch.setattr(pipeline.job, "validator_id", lambda: "other validation code")
+    monkeypatch.setattr(pipeline.context, "validator_id", lambda: "other validation code")
     validations = _count_validations(monkeypatch)
     again = offline_run(tmp_path, inputs, "again")
     assert sorted(validations) == sorted(["tldr", "tags", "claims"] * 3)

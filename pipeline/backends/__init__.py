@@ -106,11 +106,6 @@ class LazyOpenAIBackend:
         return await (await self._get()).complete(stage, abstract, messages)
 
     @property
-    def built(self) -> bool:
-        """True once the first request built the real backend."""
-        return self._backend is not None
-
-    @property
     def requests_sent(self) -> Mapping[str, int]:
         """Requests actually sent per stage, transport retries included."""
         return self._backend.requests_sent if self._backend is not None else {}

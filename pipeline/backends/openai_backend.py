@@ -43,8 +43,6 @@ from pipeline.stages import Stage
 log = logging.getLogger(__name__)
 
 MAX_RETRY_AFTER_S = 120.0
-# The whole preflight (GET /models and any chat probe together, connect included): a dead
-# endpoint must end the run in under 5 s, interpreter start-up and SDK import included.
 _NO_KEY = "no-key-configured"
 _SNIPPET = 120
 

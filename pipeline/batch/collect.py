@@ -41,18 +41,16 @@ from pipeline.batch.state import (
     save_state,
     update_part,
 )
-from pipeline.cache import Cache
 from pipeline.config import Settings
+from pipeline.context import RunContext
 from pipeline.engine.progress import Progress
-from pipeline.engine.stage_runner import Answer, FirstAnswer, check_completion, dropped_of
+from pipeline.engine.stage_runner import FirstAnswer, accepted_answer, check_completion
 from pipeline.errors import InputError, OutputValidationError, StorageError
 from pipeline.ingest import IngestResult, read_inputs
-from pipeline.job import JobResult, RecordSink, load_project_taxonomy, run_job
-from pipeline.plan import ReadOnlyCache, lookup_runner
+from pipeline.job import JobResult, RecordSink, run_job
 from pipeline.redact import Redactor, secrets_of
 from pipeline.rundir import Manifest
 from pipeline.rundir.writer import MANIFEST
-from pipeline.stages import build_stages, validator_id
 
 EXPIRED_CODES = ("batch_expired", "batch_cancelled")
 
@@ -187,7 +185,7 @@ def collect(
     wait: bool = False,
     poll_s: float = 60.0,
     progress: Progress | None = None,
-    sinks: Callable[[], Sequence[RecordSink]] = tuple,
+    sinks: Callable[[RunContext], Sequence[RecordSink]] = lambda context: (),
     on_poll: Callable[[BatchState], None] | None = None,
 ) -> Collected:
     """Collect the batches of `folder` (see the module docstring)."""
@@ -231,10 +229,21 @@ def collect(
         ingest = read_inputs(
             state.input_paths(), stream=True, follow_symlinks=state.follow_symlinks, out_dir=folder
         )
-        _check_same_pairs(folder, state, settings, ingest)
+        context = RunContext(settings)
+        try:
+            _check_same_pairs(folder, state, context, ingest)
+        except BaseException:
+            context.close()
+            raise
         given = {key: a.completion for key, a in answers.items()}
         result.job = run_job(
-            settings, ingest, folder, progress=progress, sinks=sinks(), first_answers=answers
+            settings,
+            ingest,
+            folder,
+            progress=progress,
+            sinks=sinks(context),
+            first_answers=answers,
+            context=context,
         )
         used = [given[key] for key in given if key not in answers]
         manifest = result.job.manifest
@@ -259,63 +268,39 @@ def _cache_valid(folder: Path, state: BatchState, settings: Settings) -> int:
     ingest = read_inputs(
         state.input_paths(), stream=True, follow_symlinks=state.follow_symlinks, out_dir=folder
     )
-    _check_same_pairs(folder, state, settings, ingest)
-    stages = build_stages(settings.stages, settings.prompts_dir, load_project_taxonomy(settings))
-    cache = Cache(settings.cache_dir, tuple(stages), validator_id())
-    stored = 0
-    try:
-        runner = lookup_runner(settings, stages, cache)
+    with RunContext(settings) as context:
+        _check_same_pairs(folder, state, context, ingest)
+        stored = 0
         for abstract in ingest.abstracts:
-            for stage in stages.values():
-                key = runner.key(stage, abstract)
+            for stage in context.stages.values():
+                key = context.key(stage, abstract)
                 first = answers.get(key)
-                if first is None or runner.cached(stage, abstract, key) is not None:
+                if first is None or context.cached(stage, abstract, key) is not None:
                     continue
-                c = first.completion
                 try:
-                    parsed = check_completion(stage, abstract.text, c, settings.max_tokens)
+                    parsed = check_completion(
+                        stage, abstract.text, first.completion, settings.max_tokens
+                    )
                 except OutputValidationError:
                     continue
                 if parsed.rejected:
                     continue  # some claims need a re-ask: the final run does it
-                answer = Answer(
-                    parsed.output,
-                    None,
-                    c.content,
-                    1,
-                    c.tokens_in,
-                    c.tokens_out,
-                    c.tokens_cached,
-                    dropped=dropped_of(parsed.dropped),
-                    repairs=parsed.repairs,
+                answer = accepted_answer(parsed, first.completion)
+                provenance = context.provenance(
+                    stage, key, batch_id=first.batch_id, **answer.provenance_fields()
                 )
-                provenance = runner.provenance(
-                    stage,
-                    key,
-                    attempts=1,
-                    tokens_in=c.tokens_in,
-                    tokens_out=c.tokens_out,
-                    tokens_cached=c.tokens_cached,
-                    batch_id=first.batch_id,
-                    dropped=len(answer.dropped),
-                    repairs=answer.repairs,
-                )
-                runner.store(stage, key, answer, provenance)
+                context.store(stage, key, parsed.output, provenance, answer.dropped)
                 stored += 1
-    finally:
-        cache.close()
     return stored
 
 
 def _check_same_pairs(
-    folder: Path, state: BatchState, settings: Settings, ingest: IngestResult
+    folder: Path, state: BatchState, context: RunContext, ingest: IngestResult
 ) -> None:
     """Refuse to collect when the inputs or prompts changed since submit: the answers
     would not be the ones asked for, and the new pairs would all be asked synchronously."""
-    stages = build_stages(settings.stages, settings.prompts_dir, load_project_taxonomy(settings))
-    cache = ReadOnlyCache(settings, {})  # keys only: no lookups
-    runner = lookup_runner(settings, stages, cache)
-    current = {runner.key(stage, a) for a in ingest.abstracts for stage in stages.values()}
+    stages = context.stages.values()
+    current = {context.key(stage, a) for a in ingest.abstracts for stage in stages}
     submitted = submitted_keys(folder)
     stale = len(submitted - current)
     if stale or len(current) != state.pairs:

@@ -20,11 +20,9 @@ from typing import IO, Any
 from pipeline.backends.openai_backend import request_body
 from pipeline.batch import ENDPOINT
 from pipeline.batch.state import KEYS_FILE, REQUESTS_DIR, BatchPart
-from pipeline.config import Settings
+from pipeline.context import RunContext
 from pipeline.errors import InputError, StorageError
 from pipeline.ingest import Abstract
-from pipeline.plan import ReadOnlyCache, lookup_runner
-from pipeline.stages import Stage
 
 
 @dataclass
@@ -37,29 +35,25 @@ class Pairs:
 
 
 def request_lines(
-    settings: Settings, stages: dict[str, Stage], abstracts: Iterable[Abstract], pairs: Pairs
+    context: RunContext, abstracts: Iterable[Abstract], pairs: Pairs
 ) -> Iterator[tuple[str, str, bytes]]:
     """(model, custom_id, JSONL line) of every uncached pair, abstract by abstract;
     counts the pairs (and the cached ones) into `pairs` as it goes."""
-    cache = ReadOnlyCache(settings, stages)
-    runner = lookup_runner(settings, stages, cache)
+    settings = context.settings
     json_object = settings.response_format == "json_object"
-    try:
-        for abstract in abstracts:
-            pairs.abstracts += 1
-            for stage in stages.values():
-                pairs.pairs += 1
-                key = runner.key(stage, abstract)
-                if runner.cached(stage, abstract, key) is not None:
-                    pairs.cached += 1
-                    continue
-                messages = stage.messages(abstract.text, json_object_mode=json_object)
-                body = request_body(settings, stage, messages)
-                line = {"custom_id": key, "method": "POST", "url": ENDPOINT, "body": body}
-                data = json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n"
-                yield body["model"], key, data.encode("utf-8")
-    finally:
-        cache.close()
+    for abstract in abstracts:
+        pairs.abstracts += 1
+        for stage in context.stages.values():
+            pairs.pairs += 1
+            key = context.key(stage, abstract)
+            if context.cached(stage, abstract, key) is not None:
+                pairs.cached += 1
+                continue
+            messages = stage.messages(abstract.text, json_object_mode=json_object)
+            body = request_body(settings, stage, messages)
+            line = {"custom_id": key, "method": "POST", "url": ENDPOINT, "body": body}
+            data = json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n"
+            yield body["model"], key, data.encode("utf-8")
 
 
 @dataclass

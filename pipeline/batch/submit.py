@@ -32,10 +32,10 @@ from pipeline.batch.state import (
     update_part,
 )
 from pipeline.config import Settings
+from pipeline.context import RunContext
 from pipeline.errors import ConfigError, InputError, StorageError
 from pipeline.ingest import read_inputs
-from pipeline.job import load_project_taxonomy, new_run_dir
-from pipeline.stages import build_stages
+from pipeline.job import new_run_dir
 
 # Stored settings that shape the requests: a submit with the same ones (and inputs) resumes.
 _SHAPING = ("model", "temperature", "max_tokens", "response_format", "stages", "prompts_dir")
@@ -92,13 +92,13 @@ def submit(
     folder = None if dry_run else new_run_dir(settings, prefix="batch")
     if folder is not None:
         _check_empty(folder)
-    taxonomy = load_project_taxonomy(settings)
-    stages = build_stages(settings.stages, settings.prompts_dir, taxonomy)
     ingest = read_inputs(paths, stream=True, follow_symlinks=follow_symlinks, out_dir=folder)
     pairs = Pairs()
     writer = PartWriter(folder, max_requests=limits.max_requests, max_bytes=limits.max_bytes)
-    for model, custom_id, data in request_lines(settings, stages, ingest.abstracts, pairs):
-        writer.add(model, custom_id, data)
+    with RunContext(settings, cache="read") as context:
+        for model, custom_id, data in request_lines(context, ingest.abstracts, pairs):
+            writer.add(model, custom_id, data)
+        prompts = {name: stage.prompt_hash for name, stage in context.stages.items()}
     parts = writer.close()
     if folder is None or not parts:
         return SubmitResult(None, pairs, parts, dry_run=dry_run)
@@ -110,7 +110,7 @@ def submit(
         settings=stored_settings(settings),
         endpoint=settings.endpoint or "",
         model=settings.model,
-        prompts={name: stage.prompt_hash for name, stage in stages.items()},
+        prompts=prompts,
         abstracts=pairs.abstracts,
         pairs=pairs.pairs,
         cached=pairs.cached,

@@ -62,7 +62,8 @@ def assign_command(
     get its reviewers (everything else still written).
     """
     from pipeline import assign
-    from pipeline.report.reviewers import write_reviewers_html
+    from pipeline.assign.outputs import ASSIGNMENTS_FILE, CONFLICTS_FILE
+    from pipeline.report.reviewers import REVIEWERS_FILE, write_reviewers_html
 
     reader = open_run(run_dir)
     taxonomy = run_taxonomy(taxonomy_path, reader)
@@ -75,10 +76,10 @@ def assign_command(
         policy=pool.conflict_policy,
         top_k=top_k or None,
     )
-    path = out or reader.dir / "assignments.csv"
+    path = out or reader.dir / ASSIGNMENTS_FILE
     assign.write_assignments_csv(result, path, taxonomy)
-    conflicts = assign.write_conflicts_csv(result, path.with_name("conflicts.csv"))
-    page = write_reviewers_html(result, path.with_name("reviewers.html"), taxonomy, forum=forum_url)
+    conflicts = assign.write_conflicts_csv(result, path.with_name(CONFLICTS_FILE))
+    page = write_reviewers_html(result, path.with_name(REVIEWERS_FILE), taxonomy, forum=forum_url)
     say(assign.summary(result), lines=True)
     for keyword, why in sorted(result.ignored_keywords.items()):
         say(f"note: keyword {keyword!r} does not count as expertise ({why})", err=True)

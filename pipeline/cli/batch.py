@@ -255,8 +255,8 @@ def collect_command(
     Collecting again changes nothing.
     """
     from pipeline.batch.collect import collect
-    from pipeline.job import load_project_taxonomy
     from pipeline.report import HtmlReportSink
+    from pipeline.report.html import HTML_FILE
 
     folder = _folder(folder)
     state = load_state(folder)
@@ -265,10 +265,9 @@ def collect_command(
     settings = _settings(state, overrides)
     say(describe_backend(settings), err=True)
 
-    def sinks():
+    def sinks(context):
         title = f"Digest of {folder.resolve().name}"
-        taxonomy = load_project_taxonomy(settings)
-        return [HtmlReportSink(folder / "report.html", taxonomy, title=title)]
+        return [HtmlReportSink(folder / HTML_FILE, context.taxonomy, title=title)]
 
     try:
         result = collect(

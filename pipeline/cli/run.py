@@ -16,9 +16,11 @@ from pipeline.cli.options import (
 )
 from pipeline.cli.progress import BarProgress
 from pipeline.cli.views import point_latest
+from pipeline.context import RunContext
+from pipeline.engine.select import engine_for
 from pipeline.errors import RunInterrupted
 from pipeline.ingest import read_inputs
-from pipeline.job import load_project_taxonomy, new_run_dir, run_job
+from pipeline.job import new_run_dir, run_job
 from pipeline.pricing import cost_line
 from pipeline.rundir import ERRORS, SUMMARIES, Manifest
 from pipeline.rundir.writer import ensure_writable_dir
@@ -55,6 +57,7 @@ def run_command(
     command to resume from the cache).
     """
     from pipeline.report import HtmlReportSink
+    from pipeline.report.html import HTML_FILE
 
     settings = settings_from_flags(config_path, no_progress, flags)
     say(describe_backend(settings), err=True)
@@ -68,17 +71,15 @@ def run_command(
         return
     if settings.resolved_provider == "openai":
         check_openai_settings(settings)  # e.g. no key for api.openai.com: before any input
-    if settings.engine == "ray":  # the Ray engine's module only for a Ray run
-        from pipeline.engine.ray_engine import check_engine
-
-        check_engine(settings)  # e.g. --engine ray without the extra installed
+    engine_for(settings).check()  # e.g. --engine ray without the Ray extra installed
     # Before any work: a folder that cannot be written is one message, not a traceback later.
     ensure_writable_dir(settings.cache_dir, "cache folder")
     ensure_writable_dir(run_dir, "run folder")
     ingest = read_inputs(list(paths), stream=True, follow_symlinks=follow_symlinks, out_dir=run_dir)
+    context = RunContext(settings)
     report = HtmlReportSink(
-        run_dir / "report.html",
-        load_project_taxonomy(settings),
+        run_dir / HTML_FILE,
+        context.taxonomy,
         title=f"Digest of {run_dir.resolve().name}",
         cache_dir=settings.cache_dir,
     )
@@ -92,6 +93,7 @@ def run_command(
             run_dir,
             progress=BarProgress(price) if settings.progress else None,
             sinks=[report],
+            context=context,
         )
     except RunInterrupted as exc:
         raise RunInterrupted(

@@ -42,11 +42,11 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline.backends import LazyOpenAIBackend
 from pipeline.config import Settings
+from pipeline.context import Dropped
 from pipeline.engine.progress import Progress
 from pipeline.engine.stage_runner import (
     Answer,
     Answered,
-    Dropped,
     StageRunner,
     ask_until_valid,
     report_progress,
@@ -256,16 +256,15 @@ class StageActor:
     """The Ray Data UDF: one backend per actor; an async call answers a batch of abstracts."""
 
     def __init__(self, settings: Settings, prompt_hashes: dict[str, str], share: Share) -> None:
-        from pipeline.stages import build_stages
-        from pipeline.taxonomy import load_taxonomy
+        from pipeline.context import RunContext
 
         self.settings = settings
         self.share = share
         self.id = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.calls = 0
         self.problem: str | None = None
-        taxonomy = load_taxonomy(settings.prompts_dir / "taxonomy.yaml")
-        self.stages = build_stages(settings.stages, settings.prompts_dir, taxonomy)
+        # The worker's own context, without the cache: only the driver reads and writes it.
+        self.stages = RunContext(settings, cache="none").stages
         differ = [n for n, s in self.stages.items() if s.prompt_hash != prompt_hashes.get(n)]
         if differ:  # a worker with other prompts would cache answers under the wrong keys
             self.problem = (
@@ -357,9 +356,10 @@ def pending_pairs(runner: StageRunner, abstracts: Iterable[Abstract]) -> Pending
     pending = Pending()
     for abstract in abstracts:
         keys = {}
-        for name, stage in runner.stages.items():
-            key = runner.key(stage, abstract)
-            if runner.force or key not in runner.cache.stages[name]:
+        context = runner.context
+        for name, stage in context.stages.items():
+            key = context.key(stage, abstract)
+            if context.settings.force or not context.has_record(stage, key):
                 keys[name] = key
         if keys:
             pending.abstracts.append(abstract)

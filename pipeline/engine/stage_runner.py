@@ -28,10 +28,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from pipeline.backends import Backend, Completion
-from pipeline.cache import Cache, key_from_prefix, key_prefix
+from pipeline.context import Dropped, RunContext
 from pipeline.engine.progress import Progress
 from pipeline.engine.stats import RunStats
 from pipeline.errors import BackendError, FatalBackendError, OutputValidationError
@@ -44,51 +42,10 @@ from pipeline.rundir.models import (
     StageResult,
     SummaryRecord,
 )
-from pipeline.schemas import SCHEMA_VERSION
 from pipeline.stages import Stage
 from pipeline.stages.base import Parsed, Rejected
 
 log = logging.getLogger(__name__)
-
-
-class _CachedLine(BaseModel):
-    """The parts of a cache record (`StageRunner.store` writes them) a sealed hit needs."""
-
-    model_config = ConfigDict(extra="ignore")
-    output: dict[str, Any]
-    provenance: Provenance
-    dropped: list[dict[str, Any]] = Field(default_factory=list)  # no deepcopy per line
-
-    @classmethod
-    def read(cls, line: bytes) -> _CachedLine | None:
-        """The parts of one cache line (pydantic's JSON reader: cheaper than json.loads and
-        a model built from the dict), or None when the line lacks the record's shape."""
-        try:
-            return cls.model_validate_json(line)
-        except ValidationError:
-            return None
-
-    def dropped_items(self) -> list[Dropped]:
-        """The items the cached answer dropped."""
-        return [Dropped(**d) for d in self.dropped]
-
-
-@dataclass
-class Dropped:
-    """An item left out of an ok output because it stayed invalid (cached with the output)."""
-
-    index: int
-    kind: str
-    message: str
-    item: Any
-    field: str | None = None  # the list it was dropped from, when not the stage's items
-
-    def as_json(self) -> dict[str, Any]:
-        """The cache's form."""
-        out = {"index": self.index, "kind": self.kind, "message": self.message, "item": self.item}
-        if self.field is not None:
-            out["field"] = self.field
-        return out
 
 
 def dropped_of(rejected: list[Rejected], note: str = "") -> list[Dropped]:
@@ -121,6 +78,18 @@ class Answer:
     requests: int = 0
     repairs: list[str] = field(default_factory=list)  # repairs applied, over every attempt
 
+    def provenance_fields(self) -> dict[str, Any]:
+        """What the provenance of this answer records of it (attempts, tokens, drops,
+        repairs)."""
+        return {
+            "attempts": self.attempts,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "tokens_cached": self.tokens_cached,
+            "dropped": len(self.dropped),
+            "repairs": self.repairs,
+        }
+
     def error_message(self) -> str:
         """The last error, saying how many requests the stage took when that is not in it."""
         assert self.error is not None
@@ -128,6 +97,22 @@ class Answer:
         if isinstance(self.error, BackendError) and self.error.attempts != self.requests:
             message += f" ({self.requests} requests in all, re-asks included)"
         return message
+
+
+def accepted_answer(parsed: Parsed, completion: Completion) -> Answer:
+    """The Answer of a completion taken as it is: one attempt, no re-ask."""
+    return Answer(
+        parsed.output,
+        None,
+        completion.content,
+        attempts=1,
+        tokens_in=completion.tokens_in,
+        tokens_out=completion.tokens_out,
+        tokens_cached=completion.tokens_cached,
+        dropped=dropped_of(parsed.dropped),
+        requests=completion.requests,
+        repairs=parsed.repairs,
+    )
 
 
 def check_completion(
@@ -380,69 +365,46 @@ def report_progress(progress: Progress, stage: str, answer: Answer) -> None:
 
 
 class StageRunner:
-    """Runs stages of abstracts with one backend and one cache, keeping the run's counts."""
+    """Runs stages of abstracts with one backend in one run context (its cache, keys and
+    stages), keeping the run's counts."""
 
     def __init__(
         self,
         *,
-        stages: dict[str, Stage],
+        context: RunContext,
         backend: Backend,
-        cache: Cache,
         stats: RunStats,
         progress: Progress,
         on_error: Any,
-        params: dict[str, Any],
-        json_object: bool,
-        max_reasks: int,
-        max_tokens: int,
-        force: bool,
         first_answers: dict[str, FirstAnswer] | None = None,
         answered: dict[str, Answered] | None = None,
     ) -> None:
-        self.stages = stages
+        settings = context.settings
+        self.context = context
+        self.stages = context.stages
         self.backend = backend
-        self.cache = cache
         self.stats = stats
         self.progress = progress
         self.on_error = on_error
-        self.params = params
-        self.json_object = json_object
-        self.max_reasks = max_reasks if backend.can_reask else 0
-        self.max_tokens = max_tokens
-        self.force = force
+        self.json_object = settings.response_format == "json_object"
+        self.max_reasks = settings.max_reasks if backend.can_reask else 0
+        self.max_tokens = settings.max_tokens
         # cache key -> first answer; each is taken (removed) when its stage runs.
         self.first_answers = first_answers if first_answers is not None else {}
         # Answers made elsewhere (the Ray engine), by cache key: settled like fresh ones.
         self.answered = answered if answered is not None else {}
         # Answers still being made (Ray, while this pass runs): awaited by key.
         self.remote: RemoteAnswers | None = None
-        self._key_prefixes: dict[tuple[str, str], str] = {}  # settings are fixed for a run
 
     def key(self, stage: Stage, abstract: Abstract) -> str:
-        """Cache key of one (stage, abstract) under the current settings."""
-        prefix = self._key_prefixes.get((stage.name, stage.prompt_hash))
-        if prefix is None:
-            prefix = self._key_prefixes[stage.name, stage.prompt_hash] = key_prefix(
-                stage=stage.name,
-                prompt_hash=stage.prompt_hash,
-                schema_version=SCHEMA_VERSION,
-                backend=self.backend.name,
-                model=self.backend.model,
-                params=self.params,
-            )
-        return key_from_prefix(prefix, abstract.text)
+        """Cache key of one (stage, abstract) under the run's settings."""
+        return self.context.key(stage, abstract)
 
-    def provenance(self, stage: Stage, key: str, **fields: Any) -> Provenance:
-        """The provenance of a result of `stage` under the run's backend and settings."""
-        return Provenance(
-            backend=self.backend.name,
-            model=self.backend.model,
-            endpoint=self.params.get("endpoint"),
-            prompt_hash=stage.prompt_hash,
-            schema_version=SCHEMA_VERSION,
-            cache_key=key,
-            **fields,
-        )
+    def cached(
+        self, stage: Stage, abstract: Abstract, key: str
+    ) -> tuple[StageResult, list[Dropped]] | None:
+        """The cached result of one stage, validated (see `RunContext.cached`)."""
+        return self.context.cached(stage, abstract, key)
 
     def provenance_of(
         self,
@@ -453,69 +415,21 @@ class StageRunner:
         batch_id: str | None = None,
     ) -> Provenance:
         """The provenance of a fresh answer (`batch_id`: the Batch API batch that gave it)."""
-        return self.provenance(
+        return self.context.provenance(
             stage,
             key,
-            attempts=answer.attempts,
-            tokens_in=answer.tokens_in,
-            tokens_out=answer.tokens_out,
-            tokens_cached=answer.tokens_cached,
             latency_ms=latency_ms,
             cached=False,
-            dropped=len(answer.dropped),
             batch_id=batch_id,
-            repairs=answer.repairs,
+            **answer.provenance_fields(),
         )
-
-    def cached(
-        self, stage: Stage, abstract: Abstract, key: str
-    ) -> tuple[StageResult, list[Dropped]] | None:
-        """The cached result of one stage, validated like a fresh answer, and the items its
-        answer dropped; None on a miss.
-
-        A record that fails (wrong shape, ungrounded output) is warned about once and
-        forgotten, so the fresh answer that replaces it is what later lookups and runs see.
-        A record whose seal holds was validated by this same code and is only parsed
-        (pipeline/cache.py says why that is enough).
-        """
-        if self.force:
-            return None
-        stage_cache = self.cache.stages[stage.name]
-        line, sealed = stage_cache.lookup_line(key)
-        if line is None:
-            return None
-        # A sealed line is only parsed; one without the record's shape takes the full path,
-        # which says why.
-        if sealed and (cached := _CachedLine.read(line)) is not None:
-            cached.provenance.cached = True
-            result = StageResult(status="ok", output=cached.output, provenance=cached.provenance)
-            return result, cached.dropped_items()
-        hit = stage_cache.parse(key, line)
-        if hit is None:
-            return None
-        try:
-            output = stage.validate(hit["output"], abstract.text)
-            provenance = Provenance.model_validate({**hit["provenance"], "cached": True})
-            dropped = [Dropped(**d) for d in hit.get("dropped", ())]
-        except (OutputValidationError, ValueError, KeyError, TypeError) as exc:
-            stage_cache.discard(key)
-            log.warning(
-                "%s: cached %s output for %s failed validation (%s); asking again",
-                stage_cache.path,
-                stage.name,
-                abstract.id,
-                str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__,
-            )
-            return None
-        return StageResult(status="ok", output=output, provenance=provenance), dropped
 
     def _remote_answer(self, stage: Stage, key: str, remote: Answered) -> Answer | None:
         """The whole answer of `remote`, its output read back from the cache when it was left
         there (None when the line is gone: the stage is then served or asked as usual)."""
         if not remote.in_cache:
             return remote.answer
-        line, _sealed = self.cache.stages[stage.name].lookup_line(key)  # written this run
-        cached = _CachedLine.read(line) if line is not None else None
+        cached = self.context.cached_line(stage, key)  # written this run
         if cached is None:
             return None
         return dataclasses.replace(
@@ -628,16 +542,9 @@ class StageRunner:
         )
 
     def store(self, stage: Stage, key: str, answer: Answer, provenance: Provenance) -> None:
-        """Cache a valid answer: the one record format of every path (local, batch, Ray)."""
+        """Cache a valid answer (`RunContext.store`)."""
         assert answer.output is not None
-        entry: dict[str, Any] = {
-            "stage": stage.name,
-            "output": answer.output,
-            "provenance": provenance.model_dump(mode="json"),
-        }
-        if answer.dropped:
-            entry["dropped"] = [d.as_json() for d in answer.dropped]
-        self.cache.stages[stage.name].put(key, entry)
+        self.context.store(stage, key, answer.output, provenance, answer.dropped)
 
     def _report_dropped(
         self, stage: Stage, abstract: Abstract, dropped: list[Dropped], attempts: int

@@ -14,15 +14,17 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config import Settings
+from pipeline.context import RunContext, load_project_taxonomy
 from pipeline.errors import InputError
 from pipeline.evaluation.claims_eval import load_gold, load_gold_abstracts, score_claims
 from pipeline.evaluation.grounding import grounding_report
 from pipeline.evaluation.rouge import PROTOCOLS, lead1, oracle_sentence, score_rouge
 from pipeline.evaluation.tags_eval import load_tags_gold, score_tags, tags_gold_problems
 from pipeline.ingest import read_inputs
-from pipeline.job import JobResult, load_project_taxonomy, run_job
+from pipeline.job import JobResult, run_job
 from pipeline.jsonl import iter_jsonl
 from pipeline.rundir import RunReader, SummaryRecord
+from pipeline.taxonomy import Taxonomy
 from pipeline.text import text_hash
 
 EVAL_JSON = "eval.json"
@@ -55,17 +57,21 @@ def read_scitldr(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
 
 def _run_stage(
     settings: Settings, stage: str, rows: list[dict], out_dir: Path
-) -> tuple[JobResult, dict[str, SummaryRecord]]:
-    """Run one stage over rows ({id, abstract}) via the normal job; return (job, records by id)."""
+) -> tuple[JobResult, dict[str, SummaryRecord], Taxonomy]:
+    """Run one stage over rows ({id, abstract}) via the normal job: (job, records by id, the
+    run's taxonomy)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     inputs = out_dir / "inputs.jsonl"
     with inputs.open("w", encoding="utf-8") as fh:
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
     run_settings = settings.model_copy(update={"stages": (stage,)})
-    job = run_job(run_settings, read_inputs([inputs], stream=True), out_dir / "run")
+    context = RunContext(run_settings)
+    job = run_job(
+        run_settings, read_inputs([inputs], stream=True), out_dir / "run", context=context
+    )
     records = {r.id: r for r in RunReader(job.run_dir).records()}
-    return job, records
+    return job, records, context.taxonomy
 
 
 def _stage_output(record: SummaryRecord | None, stage: str) -> dict | None:
@@ -80,7 +86,7 @@ def evaluate_tldr(
     rows: list[dict[str, str]] = [
         {"id": str(p.get("paper_id") or ""), "abstract": " ".join(p["source"])} for p in papers
     ]
-    job, records = _run_stage(settings, "tldr", rows, out_dir)
+    job, records, _taxonomy = _run_stage(settings, "tldr", rows, out_dir)
     references = [p["target"] for p in papers]
     predictions, failed = [], 0
     for row in rows:
@@ -122,12 +128,11 @@ def evaluate_claims(settings: Settings, gold_paths: list[Path], out_dir: Path) -
     gold: dict[str, list[dict]] = _merged_gold(gold_paths, load_gold)
     abstracts: dict[str, str] = _merged_gold(gold_paths, load_gold_abstracts)
     rows = [{"id": gid, "abstract": text} for gid, text in abstracts.items()]
-    job, records = _run_stage(settings, "claims", rows, out_dir)
+    job, records, taxonomy = _run_stage(settings, "claims", rows, out_dir)
     predicted: dict[str, list[Mapping[str, Any]]] = {
         gid: (_stage_output(records.get(gid), "claims") or {}).get("claims", []) for gid in gold
     }
     scores = score_claims(predicted, gold, abstracts=abstracts)
-    taxonomy = load_project_taxonomy(settings)
     return {
         "task": "claims",
         "data": [str(p) for p in gold_paths],
@@ -149,7 +154,7 @@ def evaluate_tags(settings: Settings, gold_paths: list[Path], out_dir: Path) -> 
         names = ", ".join(str(p) for p in gold_paths)
         raise InputError(f"invalid tags gold file(s) {names}: " + "; ".join(problems[:10]))
     rows = [{"id": gid, "abstract": r["abstract"]} for gid, r in gold.items()]
-    job, records = _run_stage(settings, "tags", rows, out_dir)
+    job, records, _taxonomy = _run_stage(settings, "tags", rows, out_dir)
     predicted = {
         gid: (_stage_output(records.get(gid), "tags") or {}).get("tags", []) for gid in gold
     }
