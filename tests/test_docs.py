@@ -209,6 +209,11 @@ def _grounding(ws: Workspace) -> str:
     return digest(ws.iclr, "eval", "grounding", "outputs/latest").stdout
 
 
+def _triage_auroc(ws: Workspace) -> str:
+    ws.run_iclr()
+    return digest(ws.iclr, "triage", "latest", "--has-results", "--metric", "AUROC").stdout
+
+
 def _triage(ws: Workspace) -> str:
     ws.run_chair()
     return digest(
@@ -246,6 +251,7 @@ OUTPUTS: dict[str, tuple[Callable[[Workspace], str], Callable[[str, str], None]]
     "run-iclr": (_run_iclr, _exact),
     "record-iclr": (_record_iclr, _record),
     "grounding-iclr": (_grounding, _exact),
+    "triage-auroc": (_triage_auroc, _exact),
     "triage-adversarial": (_triage, _exact),
     "assign-openreview": (_assign, _exact),
     "assignments-csv": (_assignments_csv, _lines),
