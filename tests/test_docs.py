@@ -14,6 +14,7 @@ a site whose CLI reference has every command of the lazy `digest` group.
 
 from __future__ import annotations
 
+import difflib
 import http.server
 import importlib.util
 import json
@@ -105,15 +106,18 @@ class Workspace:
 
     def run_iclr(self) -> str:
         return self.once(
-            "run-iclr", lambda: digest(self.iclr, "run", "examples/iclr2026", "--no-progress").stdout
+            "run-iclr",
+            lambda: digest(self.iclr, "run", "examples/iclr2026", "--no-progress").stdout,
         )
 
     def run_chair(self) -> str:
         return self.once(
             "run-chair",
-            lambda: digest(
-                self.chair, "run", "examples/openreview/submissions.json", "--no-progress"
-            ).stdout,
+            lambda: (
+                digest(
+                    self.chair, "run", "examples/openreview/submissions.json", "--no-progress"
+                ).stdout
+            ),
         )
 
     def assign_chair(self) -> str:
@@ -136,8 +140,15 @@ def workspace(tmp_path_factory) -> Workspace:
 # How each quote is checked: NAME -> (what the command prints now, how the quote must match)
 
 
+def _drift(quoted: str, actual: str) -> str:
+    diff = difflib.unified_diff(
+        quoted.splitlines(), actual.splitlines(), "quoted in the docs", "printed today", lineterm=""
+    )
+    return "the quote drifted from the command's output:\n" + "\n".join(diff)
+
+
 def _exact(quoted: str, actual: str) -> None:
-    assert normalize(quoted) == normalize(actual)
+    assert normalize(quoted) == normalize(actual), _drift(normalize(quoted), normalize(actual))
 
 
 def _lines(quoted: str, actual: str) -> None:
@@ -154,8 +165,10 @@ def _substrings(quoted: str, actual: str) -> None:
 
 def _messages(quoted: str, actual: str) -> None:
     """The quoted `error:` lines (comments between them skipped) are the ones printed."""
-    quoted_lines = [line for line in normalize(quoted).splitlines() if not line.startswith("#")]
-    assert quoted_lines == normalize(actual).splitlines()
+    quoted_lines = "\n".join(
+        line for line in normalize(quoted).splitlines() if not line.startswith("#")
+    )
+    assert quoted_lines == normalize(actual), _drift(quoted_lines, normalize(actual))
 
 
 ELIDED = "…"
@@ -458,9 +471,7 @@ HISTORY = [
 @pytest.mark.parametrize("path", DOC_FILES, ids=lambda p: str(p.relative_to(REPO)))
 def test_user_docs_carry_no_project_history(path):
     text = path.read_text(encoding="utf-8")
-    found = [
-        f"{what}: {m.group(0)!r}" for pattern, what in HISTORY for m in pattern.finditer(text)
-    ]
+    found = [f"{what}: {m.group(0)!r}" for pattern, what in HISTORY for m in pattern.finditer(text)]
     assert not found, f"{path.relative_to(REPO)}: {found}"
 
 
