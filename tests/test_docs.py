@@ -14,9 +14,11 @@ a site whose CLI reference has every command of the lazy `digest` group.
 
 from __future__ import annotations
 
+import csv
 import difflib
 import http.server
 import importlib.util
+import io
 import json
 import os
 import re
@@ -163,6 +165,12 @@ def _substrings(quoted: str, actual: str) -> None:
     assert not missing, f"not in the output today: {missing}"
 
 
+def _csv_cells(quoted: str, actual: str) -> None:
+    """Each quoted line is part of a cell of the CSV file (its text as a spreadsheet shows it)."""
+    cells = "\n".join(cell for row in csv.reader(io.StringIO(actual)) for cell in row)
+    _substrings(quoted, cells)
+
+
 def _messages(quoted: str, actual: str) -> None:
     """The quoted `error:` lines (comments between them skipped) are the ones printed."""
     quoted_lines = "\n".join(
@@ -217,6 +225,11 @@ def _record_iclr(ws: Workspace) -> str:
     return _latest(ws.iclr, "summaries.jsonl")
 
 
+def _summaries_csv_iclr(ws: Workspace) -> str:
+    ws.run_iclr()
+    return _latest(ws.iclr, "summaries.csv")
+
+
 def _grounding(ws: Workspace) -> str:
     ws.run_iclr()
     return digest(ws.iclr, "eval", "grounding", "outputs/latest").stdout
@@ -263,6 +276,7 @@ def _preflight(ws: Workspace) -> str:
 OUTPUTS: dict[str, tuple[Callable[[Workspace], str], Callable[[str, str], None]]] = {
     "run-iclr": (_run_iclr, _exact),
     "record-iclr": (_record_iclr, _record),
+    "summaries-csv-cell": (_summaries_csv_iclr, _csv_cells),
     "grounding-iclr": (_grounding, _exact),
     "triage-auroc": (_triage_auroc, _exact),
     "triage-adversarial": (_triage, _exact),
