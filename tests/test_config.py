@@ -60,19 +60,21 @@ def test_settings_are_frozen():
         settings.model = "x"
 
 
-def test_readme_lists_exactly_the_failure_kinds():
-    """README's failure-kind table is the one FailureKind defines (regenerate with
+def test_docs_list_exactly_the_failure_kinds():
+    """The failure-kind table of docs/output-files.md is the one FailureKind defines
+    (regenerate with
     `python -c 'from pipeline.errors import failure_kinds_table; print(failure_kinds_table())'`)."""
     import re
     import typing
 
     from pipeline.errors import FailureKind, failure_kinds_table
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    page = Path(__file__).resolve().parents[1] / "docs" / "output-files.md"
+    text = page.read_text(encoding="utf-8")
     block = re.search(
-        r"<!-- failure-kinds:start -->\n(.*?)\n<!-- failure-kinds:end -->", readme, re.S
+        r"<!-- failure-kinds:start -->\n(.*?)\n<!-- failure-kinds:end -->", text, re.S
     )
-    assert block, "README.md lost its failure-kinds table"
+    assert block, "docs/output-files.md lost its failure-kinds table"
     assert block.group(1) == failure_kinds_table()
     listed = re.findall(r"^\| `(\w+)` \|", block.group(1), re.M)
     assert listed == list(typing.get_args(FailureKind))
