@@ -358,7 +358,7 @@ def test_the_cli_progress_bar_shows_the_cost_so_far(tmp_path, monkeypatch, diges
 
 
 def test_the_replay_server_lists_the_model_the_bench_asks_for(tmp_path, caplog):
-    """bench.realistic asks for gpt-4o-mini: the preflight finds it in GET /models, so the
+    """The realistic bench (pipeline.testing.realistic) asks for gpt-4o-mini: the preflight finds it in GET /models, so the
     bench prints no 'not in the models ... lists' warning."""
     with ReplayServer(tags_answer) as server:
         settings = settings_for(server.base_url, tmp_path, stages="tags")
