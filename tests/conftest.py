@@ -1,5 +1,5 @@
-"""Shared fixtures: sample paths, offline settings, VCR config that keeps secrets out of cassettes,
-`digest` against a fake server, and the bench scripts run as their users run them."""
+"""Shared fixtures: the sample abstracts, no ambient endpoint, VCR config that keeps secrets out
+of cassettes, `digest` against a fake server, and bench/'s scripts run as their users run them."""
 
 from __future__ import annotations
 

@@ -11,17 +11,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pipeline.testing.paths import TAXONOMY
+from pipeline.prompts import PACKAGE_PROMPTS_DIR
 
 AnswerFn = Callable[[str, str], dict[str, Any] | str]  # a str: the raw content itself
 
 
 def offline_answer_fn(taxonomy_path: Path | None = None) -> AnswerFn:
-    """The pipeline's offline extractor as an answer function (taxonomy loaded once)."""
+    """The offline extractor as an answer function (the shipped taxonomy unless given)."""
     from pipeline.stages import get_spec
     from pipeline.taxonomy import load_taxonomy
 
-    taxonomy = load_taxonomy(taxonomy_path or TAXONOMY)
+    taxonomy = load_taxonomy(taxonomy_path or PACKAGE_PROMPTS_DIR / "taxonomy.yaml")
     return lambda stage, abstract: get_spec(stage).offline(abstract, taxonomy)
 
 

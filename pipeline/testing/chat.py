@@ -1,4 +1,4 @@
-"""What the fake servers read from a chat-completions body: stage, abstract, re-ask, size.
+"""What the fake OpenAI server reads from a chat-completions body: stage, abstract, re-ask, size.
 
 The stage comes from ``response_format.json_schema.name`` or the ``(name: <stage>)`` marker
 of a system message; the abstract from between ``<abstract>`` tags of the first user message.
