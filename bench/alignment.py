@@ -21,130 +21,15 @@ small-model corpus that the alignment locates.
 
 from __future__ import annotations
 
-import json
-import re
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
-
-import yaml
 
 from pipeline import spans
-from pipeline.alignment import align
-from pipeline.support import ANTONYMS, tokens
-
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO / "tests" / "data"
-_WORD = re.compile(r"[A-Za-z][a-z]{3,}")
-_AUX = re.compile(r"\b(is|are|was|were|does|do|can|could|will|has|have)\b")
-_NEGATION = re.compile(r"\b(not|no|without)\s+")
-_STOP = frozenset(
-    [
-        "this",
-        "that",
-        "with",
-        "from",
-        "their",
-        "which",
-        "these",
-        "those",
-        "than",
-        "then",
-        "also",
-        "into",
-        "over",
-    ]
+from pipeline.testing.quote_mutations import (
+    evidence_spans,
+    let_through,
+    mutations,
+    small_model_items,
 )
-
-
-def evidence_spans() -> Iterator[tuple[str, str]]:
-    """(abstract, evidence) of every labelled claim the project ships."""
-    for path in sorted(DATA.glob("claims_gold*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
-            for claim in row.get("claims", []):
-                if claim.get("evidence"):
-                    yield row["abstract"], claim["evidence"]
-    realistic = DATA / "realistic"
-    abstracts = {
-        r["paper_id"]: r["abstract"]
-        for r in map(json.loads, (realistic / "abstracts.jsonl").read_text().splitlines())
-    }
-    for entry in yaml.safe_load((realistic / "answers.yaml").read_text(encoding="utf-8")):
-        for claim in entry["claims"]:
-            yield abstracts[entry["paper_id"]], claim["evidence"]
-    for abstract, item in small_model_items():
-        if item["label"] == "faithful":
-            yield abstract, item["span"]
-
-
-def small_model_items() -> Iterator[tuple[str, dict]]:
-    """(abstract, labelled claim item) of the small-model corpus."""
-    folder = DATA / "smallmodel"
-    abstracts = {
-        r["paper_id"]: r["abstract"]
-        for r in map(json.loads, (folder / "abstracts.jsonl").read_text().splitlines())
-    }
-    for path in sorted(folder.glob("answers_*.yaml")):
-        for entry in yaml.safe_load(path.read_text(encoding="utf-8")):
-            for item in entry["claims"].get("items") or []:
-                yield abstracts[entry["paper_id"]], item
-
-
-def _opposites() -> dict[str, str]:
-    out = {}
-    for a, b in ANTONYMS:
-        out.setdefault(a, b)
-        out.setdefault(b, a)
-    out.update({"outperforms": "underperforms", "improves": "degrades", "can": "cannot"})
-    return out
-
-
-OPPOSITES = _opposites()
-
-
-def mutations(abstract: str, evidence: str) -> Iterator[tuple[str, str]]:
-    """(operator, changed quote) for one evidence span."""
-    for m in re.finditer(r"\d", evidence):
-        digit = str((int(m.group(0)) + 3) % 10)
-        yield "number", evidence[: m.start()] + digit + evidence[m.end() :]
-    for m in re.finditer(r"[A-Za-z-]+", evidence):
-        word = m.group(0)
-        other = OPPOSITES.get(word.lower())
-        if other is not None:
-            yield "antonym", evidence[: m.start()] + other + evidence[m.end() :]
-    aux = _AUX.search(evidence)
-    if aux is not None and not evidence[aux.end() :].lstrip().startswith("not"):
-        yield "negation", evidence[: aux.end()] + " not" + evidence[aux.end() :]
-    neg = _NEGATION.search(evidence)
-    if neg is not None:
-        yield "negation", evidence[: neg.start()] + evidence[neg.end() :]
-        words = evidence.split()
-        at = next((i for i, w in enumerate(words) if w in ("not", "no", "without")), None)
-        if at is not None and 0 < at < len(words) - 1:
-            yield "elided-negation", " ".join([*words[:at], "...", *words[at + 1 :]])
-    pool = [w for w in dict.fromkeys(_WORD.findall(abstract)) if w.lower() not in _STOP]
-    for m in list(_WORD.finditer(evidence))[:4]:
-        if m.group(0).lower() in _STOP:
-            continue
-        other = next((w for w in pool if w.lower()[:4] != m.group(0).lower()[:4]), None)
-        if other is not None:
-            yield "word", evidence[: m.start()] + other + evidence[m.end() :]
-
-
-def let_through(abstract: str, quote: str) -> bool:
-    """True when only the alignment (not the exact or folded levels) accepts `quote` and the
-    span it stores lacks a word or number of the quote: a quote whose every token is in its
-    span (one item of a list rebuilt: "5x savings" from "5x and 2x savings") is a real one."""
-    if abstract.find(quote.strip()) >= 0:
-        return False
-    folded = spans._whitespace_span(abstract, quote) or spans._folded_span(abstract, quote)
-    if folded is not None:
-        return False
-    span = align(abstract, quote)
-    if span is None:
-        return False
-    return not set(tokens(quote)) <= set(tokens(abstract[span[0] : span[1]]))
 
 
 def measure() -> tuple[Counter, Counter, list[str]]:

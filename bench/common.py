@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import dataclasses
 import functools
 import json
 import os
@@ -17,11 +16,12 @@ import resource
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+from pipeline.testing.children import ChildResult, digest_argv, run_child
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO_ROOT / "examples" / "iclr2026"
@@ -181,48 +181,10 @@ def _numeric(text: str) -> bool:
     return not text.strip() or bool(re.fullmatch(r"[-+]?[\d.,]+\s*(x|%|s|MB|/s)?", text.strip()))
 
 
-@dataclasses.dataclass
-class ChildResult:
-    """What one child process cost: wall and CPU seconds, peak RSS, exit code, output."""
-
-    wall: float
-    cpu: float
-    maxrss_mb: float
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def run_child(
-    argv: Sequence[str], *, core: int | None = None, cwd: Path | None = None
-) -> ChildResult:
-    """Run a command to completion; its own rusage via wait4 (optionally pinned to one core)."""
-    preexec = (lambda: os.sched_setaffinity(0, {core})) if core is not None else None
-    with (
-        tempfile.TemporaryFile("w+", encoding="utf-8") as out,
-        tempfile.TemporaryFile("w+", encoding="utf-8") as err,
-    ):
-        started = time.perf_counter()
-        proc = subprocess.Popen(list(argv), stdout=out, stderr=err, cwd=cwd, preexec_fn=preexec)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - started
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        return ChildResult(
-            wall=wall,
-            cpu=usage.ru_utime + usage.ru_stime,
-            maxrss_mb=usage.ru_maxrss / 1024,
-            returncode=proc.returncode,
-            stdout=out.read(),
-            stderr=err.read(),
-        )
-
-
 def digest_cmd(*args: object, phases: Path | None = None) -> list[str]:
     """`digest ...` as this interpreter runs it; with `phases`, instrumented (see `_phases_main`)."""
     if phases is None:
-        return [PYTHON, "-c", "from pipeline.cli import main; main()", *map(str, args)]
+        return digest_argv(*args)
     return [PYTHON, "-m", "bench.common", "phases", str(phases), *map(str, args)]
 
 

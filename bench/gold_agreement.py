@@ -24,18 +24,20 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
-from pipeline.evaluation.claims_eval import load_gold, load_gold_abstracts, score_claims
-from pipeline.evaluation.intervals import bootstrap_rates, clopper_pearson
-from pipeline.evaluation.tags_eval import load_tags_gold, score_tags
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-DATA = REPO_ROOT / "tests" / "data"
-TAGS_GOLD = DATA / "tags_gold_dev.jsonl"
-TAGS_A2 = DATA / "agreement" / "tags_dev_annotator2.jsonl"
-CLAIMS_GOLD = (DATA / "claims_gold_dev.jsonl", DATA / "claims_gold_dev_numbers.jsonl")
-CLAIMS_A2 = DATA / "agreement" / "claims_dev_numbers_annotator2.jsonl"
+from pipeline.evaluation.claims_eval import load_gold
+from pipeline.evaluation.intervals import clopper_pearson
+from pipeline.evaluation.tags_eval import load_tags_gold
+from pipeline.testing.agreement import (
+    CLAIMS_A2,
+    CLAIMS_GOLD,
+    TAGS_A2,
+    TAGS_GOLD,
+    claims_agreement,
+    load_claims_gold,
+    quantitative,
+    tags_agreement,
+)
 
 
 def _cp(k: int, n: int) -> str:
@@ -55,49 +57,6 @@ def _fmt(value: float | None, interval: tuple[float, float] | None = None) -> st
 
 
 # ---- tags -------------------------------------------------------------------------------
-
-
-def tag_predictions(records: Mapping[str, Mapping], with_acceptable: bool) -> dict[str, list]:
-    """One annotator's labels as a tagger's output: required tags, optionally + acceptable."""
-    return {
-        gid: list(r["tags"]) + (list(r["acceptable"]) if with_acceptable else [])
-        for gid, r in records.items()
-    }
-
-
-def tags_scores(
-    predicted: Mapping[str, Sequence[str]], gold: Mapping[str, Mapping], boot: int
-) -> dict:
-    """score_tags with bootstrap intervals of precision and recall over abstracts."""
-    scores = score_tags(predicted, gold)
-    counts = {
-        gid: {
-            "pred": len(d["predicted"]),
-            "correct": len(d["correct"]),
-            "found": len(d["found"]),
-            "required": len(gold[gid]["tags"]),
-        }
-        for gid, d in scores["abstracts"].items()
-    }
-    ci = bootstrap_rates(
-        counts,
-        {
-            "precision": lambda c: (c["correct"], c["pred"]),
-            "recall": lambda c: (c["found"], c["required"]),
-        },
-        boot,
-        seed=1,
-    )
-    return {"scores": scores, "ci": ci}
-
-
-def tags_agreement(system: Mapping[str, Mapping], gold: Mapping[str, Mapping], boot: int) -> dict:
-    return {
-        "required + acceptable" if with_acc else "required": tags_scores(
-            tag_predictions(system, with_acc), gold, boot
-        )
-        for with_acc in (False, True)
-    }
 
 
 def print_tags(title: str, rows: dict, details: bool) -> None:
@@ -124,46 +83,6 @@ def print_tags(title: str, rows: dict, details: bool) -> None:
 
 
 # ---- claims -----------------------------------------------------------------------------
-
-
-def load_claims_gold(paths: Sequence[Path]) -> tuple[dict[str, list[dict]], dict[str, str]]:
-    claims: dict[str, list[dict]] = {}
-    abstracts: dict[str, str] = {}
-    for path in paths:
-        claims.update(load_gold(path))
-        abstracts.update(load_gold_abstracts(path))
-    return claims, abstracts
-
-
-def quantitative(claims: Mapping[str, Sequence[dict]], ids: Sequence[str]) -> dict[str, list]:
-    return {gid: [c for c in claims.get(gid, []) if c.get("kind") == "quantitative"] for gid in ids}
-
-
-def claims_agreement(
-    system: Mapping[str, list], gold: Mapping[str, list], abstracts: Mapping[str, str], boot: int
-) -> dict:
-    scores = score_claims(system, gold, abstracts=abstracts)
-    counts = {
-        gid: {
-            "tp": d["tp"],
-            "pred": d["tp"] + d["fp"],
-            "gold": d["tp"] + d["fn"],
-            "metric_ok": d["metric_checked"] - len(d["metric_unacceptable"]),
-            "metric_checked": d["metric_checked"],
-        }
-        for gid, d in scores["abstracts"].items()
-    }
-    ci = bootstrap_rates(
-        counts,
-        {
-            "precision": lambda c: (c["tp"], c["pred"]),
-            "recall": lambda c: (c["tp"], c["gold"]),
-            "metric": lambda c: (c["metric_ok"], c["metric_checked"]),
-        },
-        boot,
-        seed=2,
-    )
-    return {"scores": scores, "ci": ci}
 
 
 def print_claims(title: str, row: dict, system: Mapping, gold: Mapping, details: bool) -> None:

@@ -191,7 +191,7 @@ class ServerProc:
     def __enter__(self) -> ServerProc:
         if self.thread:
             from bench.common import bench_answer
-            from bench.openai_server import OpenAIServer, ServerConfig
+            from pipeline.testing.openai_server import OpenAIServer, ServerConfig
 
             self._server = OpenAIServer(ServerConfig(latency=self.latency), bench_answer)
             self.base_url = self._server.start()

@@ -23,15 +23,14 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import re
 import sys
 from collections import Counter
-from functools import cache, lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from pipeline.offline import tldr
+from pipeline.testing.rouge_labels import best_rouge1
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DATA_CANDIDATES = [
@@ -53,45 +52,6 @@ def default_data(name: str) -> Path:
         if (folder / name).exists():
             return folder / name
     return DATA_CANDIDATES[0] / name
-
-
-# --- ROUGE, as rouge-score computes it (tokenize, Porter-stem words of > 3 letters) ------------
-
-_NON_ALNUM = re.compile(r"[^a-z0-9]+")
-
-
-@lru_cache(maxsize=1)
-def _stemmer():
-    from nltk.stem import porter
-
-    return porter.PorterStemmer()
-
-
-@cache
-def _stem(word: str) -> str:
-    return _stemmer().stem(word) if len(word) > 3 else word
-
-
-@cache
-def tokens(text: str) -> tuple[str, ...]:
-    return tuple(_stem(w) for w in _NON_ALNUM.sub(" ", text.lower()).split())
-
-
-def rouge_f1(prediction: str, reference: str, n: int = 1) -> float:
-    a, b = tokens(prediction), tokens(reference)
-    if n == 2:
-        a, b = tuple(zip(a, a[1:], strict=False)), tuple(zip(b, b[1:], strict=False))
-    if not a or not b:
-        return 0.0
-    overlap = sum((Counter(a) & Counter(b)).values())
-    if not overlap:
-        return 0.0
-    p, r = overlap / len(a), overlap / len(b)
-    return 2 * p * r / (p + r)
-
-
-def best_rouge1(prediction: str, references: list[str]) -> float:
-    return max(rouge_f1(prediction, ref) for ref in references)
 
 
 # --- data -------------------------------------------------------------------------------------

@@ -1,21 +1,20 @@
-"""Shared fixtures: sample paths, offline settings, VCR config that keeps secrets out of cassettes."""
+"""Shared fixtures: the sample abstracts, no ambient endpoint, VCR config that keeps secrets out
+of cassettes, `digest` against a fake server, and bench/'s scripts run as their users run them."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from endpoint import DigestAt
+from samples import EXAMPLES, REPO
 
 # A local Ray instance (tests/test_ray_engine.py) binds 127.0.0.1 only; Ray reads this when
 # first imported, so it is set before any test module can import ray.
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-
-REPO = Path(__file__).resolve().parents[1]
-EXAMPLES = REPO / "examples" / "iclr2026"
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))  # so tests can import bench.openai_server
 
 SECRET_HEADERS = [
     "authorization",
@@ -31,6 +30,23 @@ SECRET_HEADERS = [
 def examples_dir() -> Path:
     """The shipped ICLR 2026 sample abstracts."""
     return EXAMPLES
+
+
+@pytest.fixture
+def digest_at(tmp_path) -> DigestAt:
+    """`digest run` against a server URL, in this process or as a child's argument list."""
+    return DigestAt(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def run_bench():
+    """`python -m bench.NAME ARGS` from the repo root, as bench/'s scripts are run by hand."""
+
+    def run(name: str, *args: object) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", f"bench.{name}", *map(str, args)]
+        return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
+
+    return run
 
 
 @pytest.fixture(autouse=True)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.openai_server import offline_answer_fn
+from pipeline.testing.answers import offline_answer_fn
 from pipeline.text import normalize_ws
 
 SURROGATE = "\\ud83d"  # added to the offline TL;DR, as the escape a model writes

@@ -141,25 +141,3 @@ def write_abstracts(path: Path, n: int, seed: int = 0) -> list[str]:
     texts = synthetic_abstracts(n, seed)
     path.write_text("\n\n".join(texts) + "\n", encoding="utf-8")
     return texts
-
-
-def stub_answer(stage: str, abstract: str) -> dict:
-    """Schema-valid answers grounded in any abstract that holds the SparseFormer sentence of the
-    server tests (`tests/test_openai_server.py`, `tests/test_batch_server.py`)."""
-    if stage == "tldr":
-        return {"tldr": "SparseFormer is a sparse transformer for image classification."}
-    if stage == "tags":
-        return {"tags": ["transformer"], "keywords": ["sparsity"]}
-    if stage == "claims":
-        claim = {
-            "statement": "SparseFormer beats ViT-B on ImageNet top-1 accuracy.",
-            "kind": "quantitative",
-            "metric": "top-1 accuracy",
-            "value": "5.1",
-            "unit": "%",
-            "dataset": "ImageNet",
-            "comparison": "ViT-B",
-            "evidence": "SparseFormer improves top-1 accuracy by 5.1% on ImageNet over ViT-B.",
-        }
-        return {"claims": [claim]}
-    raise ValueError(f"unknown stage {stage!r}")

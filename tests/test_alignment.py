@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from bench import alignment as bench
 from pipeline.alignment import align, is_variant
 from pipeline.spans import locate
+from pipeline.testing import quote_mutations
 
 ABSTRACT = (
     "We evaluate on three benchmarks. Our method improves accuracy by 2.1%, 3.4% and 4.0% on "
@@ -79,14 +79,14 @@ def test_word_variants_are_forms_of_one_word_never_opposites_or_numbers():
 
 
 def test_no_changed_quote_of_the_shipped_claims_is_let_through():
-    """bench.alignment on every 7th shipped evidence span (the bench runs them all): a digit,
+    """pipeline.testing.quote_mutations on every 7th shipped evidence span (the bench runs them all): a digit,
     an antonym, a negation or a content word changed is never accepted by the bound."""
     tried = through = 0
-    for k, (abstract, evidence) in enumerate(bench.evidence_spans()):
+    for k, (abstract, evidence) in enumerate(quote_mutations.evidence_spans()):
         if k % 7:
             continue
-        for _operator, quote in bench.mutations(abstract, evidence):
+        for _operator, quote in quote_mutations.mutations(abstract, evidence):
             if quote != evidence:
                 tried += 1
-                through += bench.let_through(abstract, quote)
+                through += quote_mutations.let_through(abstract, quote)
     assert tried > 1000 and through == 0

@@ -11,19 +11,19 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from samples import FAKE_KEY
 
-from bench.realistic import VARIANTS, build, load_corpus, run_variant
-from bench.replay_server import ReplayServer
 from pipeline.cli import main
 from pipeline.cli.progress import BarProgress
 from pipeline.config import load_settings
 from pipeline.ingest import read_inputs
 from pipeline.job import run_job
 from pipeline.pricing import DEFAULT_PRICES, Price, format_cost, price_for
+from pipeline.testing.realistic import VARIANTS, build, load_corpus, run_variant
+from pipeline.testing.replay_server import ReplayServer
 from pipeline.text import normalize_ws, text_hash
 
 REPO = Path(__file__).resolve().parents[1]
-FAKE_KEY = "sk-test-0000000000000000000000000000"
 
 
 @pytest.fixture(scope="module")
@@ -261,11 +261,10 @@ def digest(*args):
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
-def test_dry_run_prints_the_plan_and_sends_nothing(tmp_path, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+def test_dry_run_prints_the_plan_and_sends_nothing(tmp_path, digest_at):
     texts = [f"{ABSTRACT} Copy {i}." for i in range(4)]
     inputs = write_inputs(tmp_path, texts)
-    common = ["--provider", "openai", "--model", "gpt-4o-mini", "--cache-dir", str(tmp_path / "c")]
+    common = {"model": "gpt-4o-mini", "cache": "c"}
 
     def answer(call):
         return {
@@ -275,8 +274,8 @@ def test_dry_run_prints_the_plan_and_sends_nothing(tmp_path, monkeypatch):
         }[call.stage]
 
     with ReplayServer(answer) as server:
-        url = ["--base-url", server.base_url]
-        dry = digest("run", str(inputs), "--dry-run", "--out", str(tmp_path / "dry"), *common, *url)
+        url = server.base_url
+        dry = digest_at(url, inputs, "--dry-run", out="dry", progress=True, **common)
         assert dry.exit_code == 0, dry.output
         assert server.http_requests == 0  # not one request, not even a models list
         assert not (tmp_path / "dry").exists() and not (tmp_path / "c").exists()
@@ -288,30 +287,24 @@ def test_dry_run_prints_the_plan_and_sends_nothing(tmp_path, monkeypatch):
             if (tmp_path / "half").mkdir() is None
             else None
         )
-        real = digest(
-            "run", str(half), "--out", str(tmp_path / "run"), "--no-progress", *common, *url
-        )
+        real = digest_at(url, half, out="run", **common)
         assert real.exit_code == 0, real.output
         sent = server.http_requests
-        again = digest("run", str(inputs), "--dry-run", *common, *url)
+        again = digest_at(url, inputs, "--dry-run", out=None, progress=True, **common)
         assert server.http_requests == sent
     assert "total: 6 requests" in again.output
     assert "cached       2" in again.output
 
 
-def test_a_run_ends_with_tokens_and_an_estimated_cost(tmp_path, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+def test_a_run_ends_with_tokens_and_an_estimated_cost(tmp_path, digest_at):
     inputs = write_inputs(tmp_path, [ABSTRACT])
     config = tmp_path / "config.yaml"
     config.write_text("prices:\n  my-model: {input: 1000, cached_input: 500, output: 2000}\n")
     with ReplayServer(tags_answer) as server:
-        base = ["run", str(inputs), "--stages", "tags", "--provider", "openai", "--no-progress"]
-        base += ["--base-url", server.base_url, "--cache-dir", str(tmp_path / "c")]
-        known = digest(*base, "--model", "gpt-4o-mini", "--out", str(tmp_path / "a"))
-        priced = digest(
-            *base, "--config", str(config), "--model", "my-model", "--out", str(tmp_path / "b")
-        )
-        unknown = digest(*base, "--model", "mystery-7b", "--out", str(tmp_path / "d"))
+        base = (server.base_url, inputs, "--stages", "tags")
+        known = digest_at(*base, model="gpt-4o-mini", out="a", cache="c")
+        priced = digest_at(*base, "--config", config, model="my-model", out="b", cache="c")
+        unknown = digest_at(*base, model="mystery-7b", out="d", cache="c")
     manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
     tokens_in, tokens_out = manifest["tokens"]["in"], manifest["tokens"]["out"]
     line = next(x for x in priced.output.splitlines() if x.startswith("tokens:"))
@@ -340,15 +333,17 @@ def test_replay_keys_ignore_whitespace_normalization(corpus):
     assert all(abstract == normalize_ws(abstract) for _, abstract in table)
 
 
-def test_the_cli_progress_bar_shows_the_cost_so_far(tmp_path, monkeypatch):
+def test_the_cli_progress_bar_shows_the_cost_so_far(tmp_path, monkeypatch, digest_at):
     """`digest run` (no --no-progress) draws the bar with the estimated cost so far, from
     the same price as the closing cost line; the offline backend's bar shows no cost."""
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     inputs = write_inputs(tmp_path, [ABSTRACT])
     common = ["run", str(inputs), "--stages", "tags", "--cache-dir", str(tmp_path / "c")]
     with ReplayServer(tags_answer) as server:
-        priced = digest(*common, "--provider", "openai", "--model", "gpt-4o-mini",
-                        "--base-url", server.base_url, "--out", str(tmp_path / "a"))  # fmt: skip
+        priced = digest_at(
+            server.base_url, inputs, "--stages", "tags", model="gpt-4o-mini", out="a",
+            cache="c", progress=True,
+        )  # fmt: skip
     assert priced.exit_code == 0, priced.output + priced.stderr
     manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())
     tokens = manifest["tokens"]
@@ -363,7 +358,7 @@ def test_the_cli_progress_bar_shows_the_cost_so_far(tmp_path, monkeypatch):
 
 
 def test_the_replay_server_lists_the_model_the_bench_asks_for(tmp_path, caplog):
-    """bench.realistic asks for gpt-4o-mini: the preflight finds it in GET /models, so the
+    """The realistic bench (pipeline.testing.realistic) asks for gpt-4o-mini: the preflight finds it in GET /models, so the
     bench prints no 'not in the models ... lists' warning."""
     with ReplayServer(tags_answer) as server:
         settings = settings_for(server.base_url, tmp_path, stages="tags")

@@ -26,12 +26,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from endpoint import endpoint_args
 from scaling import assert_scales_linearly
 from synthetic import synthetic_abstracts
 
-from bench.openai_server import OpenAIServer, ServerConfig, offline_answer_fn
 from pipeline.backends.openai_backend import OpenAIBackend
 from pipeline.cli import main
+from pipeline.testing.answers import offline_answer_fn
+from pipeline.testing.openai_server import OpenAIServer, ServerConfig
 from pipeline.text import find_span
 
 FAKE_KEY = "sk-test-inputs-000000000000000000000"
@@ -75,7 +77,7 @@ def digest(tmp_path: Path, *paths: Path, url: str | None = None, env: dict | Non
     args = ["run", *map(str, paths), "--out", str(tmp_path / "run"),
             "--cache-dir", str(tmp_path / "cache"), "--no-progress"]  # fmt: skip
     if url is not None:
-        args += ["--provider", "openai", "--base-url", url, "--model", "bench-model"]
+        args += endpoint_args(url)
     runner = CliRunner(env={"OPENAI_API_KEY": FAKE_KEY} if url else env)
     return runner.invoke(main, args, catch_exceptions=False)
 

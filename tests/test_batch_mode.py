@@ -1,7 +1,7 @@
 """`digest batch submit | status | collect` against the local server's Files + Batches API
-(bench/batch_api.py) through the real openai client, compared with `digest run` against a
-server with the same configuration: the summaries must be the same, whatever the batches
-did (out-of-order lines, error lines, expiry, invalid answers, a failed batch, a crash).
+(pipeline/testing/batch_api.py) through the real openai client, compared with `digest run`
+against a server with the same configuration: the summaries must be the same, whatever the
+batches did (out-of-order lines, error lines, expiry, invalid answers, a failed batch, a crash).
 
 Batches advance one status per retrieve, so `collect --wait --poll-interval 0` ends after a
 few polls and nothing here depends on timing.
@@ -17,17 +17,19 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from endpoint import endpoint_args
 from hostile import check_run, hostile_answer_fn
 from synthetic import write_abstracts
 
-from bench.batch_api import BatchConfig
-from bench.openai_server import OpenAIServer, ServerConfig, offline_answer_fn
 from pipeline.backends.openai_backend import OpenAIBackend
 from pipeline.batch.api import BatchAPI
 from pipeline.batch.state import load_state
 from pipeline.cli import main
 from pipeline.engine.stage_runner import StageRunner
 from pipeline.errors import StorageError
+from pipeline.testing.answers import offline_answer_fn
+from pipeline.testing.batch_api import BatchConfig
+from pipeline.testing.openai_server import OpenAIServer, ServerConfig
 
 pytestmark = pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$"])
 
@@ -84,12 +86,12 @@ def digest(*args: object, code: int | None = 0):
     return result
 
 
-def common(server: OpenAIServer, cache: Path) -> list[object]:
+def common(server: OpenAIServer, cache: Path, url: str | None = None) -> list[object]:
     config = cache.parent / "config.yaml"  # a price, so that collect shows the cost
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text("prices:\n  bench-model: {input: 1.0, output: 4.0}\n")
-    return ["--base-url", server.base_url, "--model", "bench-model", "--cache-dir", cache,
-            "--no-progress", "--config", config]  # fmt: skip
+    return [*endpoint_args(url or server.base_url), "--cache-dir", cache, "--no-progress",
+            "--config", config]  # fmt: skip
 
 
 def submit(server, corpus, folder: Path, *extra, code: int | None = 0):
@@ -443,8 +445,7 @@ def test_url_credentials_are_never_stored_and_collect_takes_them_again(
     server = servers(basic_auth="alice:s3cret-pw")
     secret_url = server.base_url.replace("http://", "http://alice:s3cret-pw@")
     folder = tmp_path / "b"
-    args = common(server, tmp_path / "cache")
-    args[1] = secret_url
+    args = common(server, tmp_path / "cache", url=secret_url)
     digest("batch", "submit", corpus, "--out", folder, *args)
     without = collect(folder, code=3).output  # no credentials: the endpoint refuses
     assert "401" in without and "s3cret" not in without

@@ -1,4 +1,4 @@
-"""bench.batch_api (Files + Batches API of the test server) through the real openai client.
+"""pipeline.testing.batch_api (Files + Batches API of the test server) through the real openai client.
 
 Every status path (completed, failed, expired, cancelled), out-of-order output, error-file
 contents, content faults inside output lines, expiry, idempotent downloads, lists and the
@@ -13,9 +13,9 @@ import json
 import openai
 import pytest
 from pydantic import ValidationError
-from synthetic import stub_answer
+from samples import SPARSEFORMER, stub_answer, validate
 
-from bench.batch_api import (
+from pipeline.testing.batch_api import (
     CANCELLED_MESSAGE,
     EXPIRED_MESSAGE,
     BatchConfig,
@@ -24,9 +24,8 @@ from bench.batch_api import (
     parse_multipart,
     validate_input,
 )
-from bench.openai_server import UNGROUNDED_TAG, OpenAIServer, ServerConfig
-from pipeline.stages import get_spec
-from pipeline.taxonomy import Taxonomy
+from pipeline.testing.faults import UNGROUNDED_TAG
+from pipeline.testing.openai_server import OpenAIServer, ServerConfig
 
 pytestmark = pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$"])
 
@@ -34,34 +33,10 @@ ENDPOINT = "/v1/chat/completions"
 MODEL = "batch-model"
 TERMINAL = ("completed", "failed", "expired", "cancelled")
 STAGES = ("tldr", "tags", "claims")
-BASE = (
-    "We propose SparseFormer, a sparse transformer for image classification. "
-    "SparseFormer improves top-1 accuracy by 5.1% on ImageNet over ViT-B. "
-    "It also halves the training cost."
-)
-TAXONOMY = Taxonomy.model_validate(
-    {
-        "version": 1,
-        "facets": [
-            {
-                "id": "method",
-                "label": "Method",
-                "tags": [{"id": "transformer", "label": "Transformer", "synonyms": ["ViT"]}],
-            }
-        ],
-    }
-)
 
 
 def abstract(i: int) -> str:
-    return f"Item {i}. {BASE}"
-
-
-def validate(stage: str, content: str, text: str) -> None:
-    """Validate like the pipeline does, grounding included; raises ValidationError."""
-    get_spec(stage).schema.model_validate(
-        json.loads(content), context={"abstract": text, "taxonomy": TAXONOMY}
-    )
+    return f"Item {i}. {SPARSEFORMER}"
 
 
 def request_line(i: int, stage: str = "tldr", **overrides) -> dict:

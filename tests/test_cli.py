@@ -4,6 +4,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from samples import SHORT_ABSTRACT, SHORT_ABSTRACT_2
 
 from pipeline.cli import main
 from pipeline.text import find_span, numbers_in
@@ -180,10 +181,7 @@ def test_input_edited_during_the_run_stops_it_with_a_manifest(tmp_path, monkeypa
     import pipeline.cli.run as job
 
     path = tmp_path / "rows.jsonl"
-    rows = [
-        "We propose a method. It improves accuracy by 3% on ImageNet.",
-        "We study transformers in depth. They generalize well.",
-    ]
+    rows = [SHORT_ABSTRACT, SHORT_ABSTRACT_2]
     path.write_text("".join(json.dumps({"abstract": r}) + "\n" for r in rows))
     real = job.read_inputs
 

@@ -6,18 +6,24 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from bench.openai_server import OpenAIServer, ServerConfig, offline_answer_fn
 from pipeline.backends.openai_backend import OpenAIBackend
-from pipeline.cli import main
+from pipeline.testing.answers import offline_answer_fn
+from pipeline.testing.openai_server import OpenAIServer, ServerConfig
 
+KEY = "sk-test-count-00000000000000"
 ABSTRACT = (
     "We introduce GraphMix, a regularizer for graph neural networks. GraphMix improves node "
     "classification accuracy by 2.4% on Cora over GCN. It adds no parameters."
 )
+
+
+def inputs(tmp_path: Path) -> tuple[object, ...]:
+    """The abstracts and the settings file a test wrote, as `digest run` arguments."""
+    return tmp_path / "in.txt", "--config", tmp_path / "config.yaml"
 
 
 @pytest.fixture(autouse=True)
@@ -26,21 +32,13 @@ def fast_backoff(monkeypatch):
     monkeypatch.setattr(OpenAIBackend, "backoff_jitter_s", 0.01)
 
 
-def test_a_transport_failure_after_a_reask_counts_every_request(tmp_path):
+def test_a_transport_failure_after_a_reask_counts_every_request(tmp_path, digest_at):
     (tmp_path / "in.txt").write_text(ABSTRACT + "\n", encoding="utf-8")
     (tmp_path / "config.yaml").write_text("max_retries: 2\n", encoding="utf-8")
     # The first answer breaks the schema as a whole (re-asked); the re-ask gets three 500s.
     script = ("schema", "500", "500", "500")
     with OpenAIServer(ServerConfig(script=script), answer_fn=offline_answer_fn()) as server:
-        args = [
-            "run", str(tmp_path / "in.txt"), "--config", str(tmp_path / "config.yaml"),
-            "--provider", "openai", "--base-url", server.base_url, "--model", "bench-model",
-            "--stages", "claims", "--out", str(tmp_path / "run"),
-            "--cache-dir", str(tmp_path / "cache"), "--no-progress",
-        ]  # fmt: skip
-        result = CliRunner(env={"OPENAI_API_KEY": "sk-test-count-00000000000000"}).invoke(
-            main, args
-        )
+        result = digest_at(server.base_url, *inputs(tmp_path), "--stages", "claims", key=KEY)
         stats = server.stats()
     assert result.exit_code == 1, result.output + result.stderr
     (error,) = [json.loads(line) for line in (tmp_path / "run" / "errors.jsonl").open()]
@@ -59,7 +57,9 @@ def test_a_transport_failure_after_a_reask_counts_every_request(tmp_path):
     assert claims["transport_retries"] == manifest["transport_retries"] == 2
 
 
-def test_a_transport_failure_of_a_partial_reask_is_in_the_dropped_claims_record(tmp_path):
+def test_a_transport_failure_of_a_partial_reask_is_in_the_dropped_claims_record(
+    tmp_path, digest_at
+):
     """An invented claim next to valid ones is re-asked about alone; when that re-ask fails in
     transport the valid claims stay, and the dropped claim's record says why and counts every
     request."""
@@ -67,15 +67,7 @@ def test_a_transport_failure_of_a_partial_reask_is_in_the_dropped_claims_record(
     (tmp_path / "config.yaml").write_text("max_retries: 2\n", encoding="utf-8")
     script = ("ungrounded", "500", "500", "500")
     with OpenAIServer(ServerConfig(script=script), answer_fn=offline_answer_fn()) as server:
-        args = [
-            "run", str(tmp_path / "in.txt"), "--config", str(tmp_path / "config.yaml"),
-            "--provider", "openai", "--base-url", server.base_url, "--model", "bench-model",
-            "--stages", "claims", "--out", str(tmp_path / "run"),
-            "--cache-dir", str(tmp_path / "cache"), "--no-progress",
-        ]  # fmt: skip
-        result = CliRunner(env={"OPENAI_API_KEY": "sk-test-count-00000000000000"}).invoke(
-            main, args
-        )
+        result = digest_at(server.base_url, *inputs(tmp_path), "--stages", "claims", key=KEY)
         stats = server.stats()
     assert result.exit_code == 0, result.output + result.stderr
     (error,) = [json.loads(line) for line in (tmp_path / "run" / "errors.jsonl").open()]
@@ -86,7 +78,7 @@ def test_a_transport_failure_of_a_partial_reask_is_in_the_dropped_claims_record(
     assert record["stages"]["claims"]["output"]["claims"]  # the valid claims are kept
 
 
-def test_every_error_record_states_its_attempts(tmp_path):
+def test_every_error_record_states_its_attempts(tmp_path, digest_at):
     """Over a mix of faults, `attempts` is always the number the message gives."""
     from synthetic import write_abstracts
 
@@ -95,15 +87,7 @@ def test_every_error_record_states_its_attempts(tmp_path):
     faults = {"500": 0.3, "json_array": 0.2, "ungrounded": 0.3}
     config = ServerConfig(faults=faults, self_correct=False, seed=8)
     with OpenAIServer(config, answer_fn=offline_answer_fn()) as server:
-        args = [
-            "run", str(tmp_path / "in.txt"), "--config", str(tmp_path / "config.yaml"),
-            "--provider", "openai", "--base-url", server.base_url, "--model", "bench-model",
-            "--out", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "cache"),
-            "--no-progress",
-        ]  # fmt: skip
-        result = CliRunner(env={"OPENAI_API_KEY": "sk-test-count-00000000000000"}).invoke(
-            main, args
-        )
+        result = digest_at(server.base_url, *inputs(tmp_path), key=KEY)
         stats = server.stats()
     assert result.exit_code == 1, result.output + result.stderr
     errors = [json.loads(line) for line in (tmp_path / "run" / "errors.jsonl").open()]

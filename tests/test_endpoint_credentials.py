@@ -13,13 +13,11 @@ import base64
 import json
 
 import pytest
-from click.testing import CliRunner
 from synthetic import write_abstracts
 from test_secrets import digest_vv, files_under, leaks
 
-from bench.openai_server import OpenAIServer, ServerConfig
-from pipeline.cli import main
 from pipeline.config import load_settings
+from pipeline.testing.openai_server import OpenAIServer, ServerConfig
 
 USER, PASSWORD = "alice", "open-Sesame-8d2f4c9a"
 TOKEN = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
@@ -103,12 +101,11 @@ def test_wrong_url_credentials_stop_the_run_with_one_message(tmp_path):
     assert_no_secret(files_under(tmp_path / "run-denied"), text)
 
 
-def test_a_key_and_url_credentials_together_are_refused(tmp_path):
+def test_a_key_and_url_credentials_together_are_refused(tmp_path, digest_at):
     inputs = tmp_path / "abstracts.txt"
     write_abstracts(inputs, 1, seed=33)
-    args = ["run", str(inputs), "--base-url", f"http://{USER}:{PASSWORD}@127.0.0.1:9/v1",
-            "--out", str(tmp_path / "run"), "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
-    result = CliRunner(env={"OPENAI_API_KEY": "sk-test-both-000000000000000"}).invoke(main, args)
+    url = f"http://{USER}:{PASSWORD}@127.0.0.1:9/v1"
+    result = digest_at(url, inputs, key="sk-test-both-000000000000000")
     assert result.exit_code == 2
     assert result.stderr.count("error:") == 1
     assert "use the key (Bearer) or the URL credentials (HTTP Basic" in result.stderr

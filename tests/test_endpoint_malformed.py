@@ -12,19 +12,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
+from endpoint import DigestAt
 from synthetic import write_abstracts
 
-from bench.openai_server import (
-    MALFORMED_FAULTS,
-    OpenAIServer,
-    ServerConfig,
-    offline_answer_fn,
-    request_key,
-    unit_draw,
-)
 from pipeline.backends.openai_backend import OpenAIBackend
-from pipeline.cli import main
+from pipeline.testing.answers import offline_answer_fn
+from pipeline.testing.chat import request_key
+from pipeline.testing.faults import MALFORMED_FAULTS, unit_draw
+from pipeline.testing.openai_server import OpenAIServer, ServerConfig
 
 N = 8
 RATE = 0.5
@@ -57,12 +52,10 @@ def fast_backoff(monkeypatch):
 def digest(tmp_path, server, transport, *extra):
     config = tmp_path / "config.yaml"
     config.write_text(f"http_transport: {transport}\nmax_retries: 1\n", encoding="utf-8")
-    args = [
-        "run", str(tmp_path / "in.txt"), "--config", str(config), "--provider", "openai",
-        "--base-url", server.base_url, "--model", "bench-model", "--out", str(tmp_path / "run"),
-        "--cache-dir", str(tmp_path / "cache"), "--no-progress", *extra,
-    ]  # fmt: skip
-    return CliRunner(env={"OPENAI_API_KEY": "sk-test-malformed-000000000000"}).invoke(main, args)
+    return DigestAt(tmp_path)(
+        server.base_url, tmp_path / "in.txt", "--config", config, *extra,
+        key="sk-test-malformed-000000000000",
+    )  # fmt: skip
 
 
 def faulted_twice(texts: list[str], seed: int) -> set[str]:

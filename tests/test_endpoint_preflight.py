@@ -17,11 +17,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from endpoint import DigestAt
 from synthetic import write_abstracts
 
-from bench.openai_server import OpenAIServer, ServerConfig, offline_answer_fn
-from pipeline.cli import main
+from pipeline.testing.answers import offline_answer_fn
+from pipeline.testing.openai_server import OpenAIServer, ServerConfig
 
 REPO = Path(__file__).resolve().parents[1]
 KEY = "sk-test-preflight-00000000000000000"
@@ -47,13 +47,7 @@ def digest(tmp_path, inputs, base_url, *extra, key=KEY, transport="aiohttp", pre
     if preflight_s is not None:
         text += f"preflight_timeout_s: {preflight_s}\n"
     config.write_text(text, encoding="utf-8")
-    args = ["run", str(inputs), "--config", str(config), "--provider", "openai",
-            "--model", "bench-model", "--out", str(tmp_path / "run"),
-            "--cache-dir", str(tmp_path / "cache"), "--no-progress", *extra]  # fmt: skip
-    if base_url is not None:
-        args += ["--base-url", base_url]
-    env = {"OPENAI_API_KEY": key} if key else {}
-    return CliRunner(env=env).invoke(main, args)
+    return DigestAt(tmp_path)(base_url, inputs, "--config", config, *extra, key=key)
 
 
 def one_error(result) -> str:
@@ -231,7 +225,9 @@ def test_a_501_is_not_retried(tmp_path, inputs, answer):
     assert manifest["requests_sent"] == 1 and manifest["transport_retries"] == 0
 
 
-def test_a_fully_cached_run_contacts_nobody_and_never_imports_the_sdk(tmp_path, inputs, answer):
+def test_a_fully_cached_run_contacts_nobody_and_never_imports_the_sdk(
+    tmp_path, inputs, answer, digest_at
+):
     with OpenAIServer(ServerConfig(), answer_fn=answer) as server:
         base_url = server.base_url
         assert digest(tmp_path, inputs, base_url).exit_code == 0
@@ -246,9 +242,7 @@ def test_a_fully_cached_run_contacts_nobody_and_never_imports_the_sdk(tmp_path, 
         "    assert not exc.code, exc.code\n"
         "print('openai imported:', 'openai' in sys.modules)\n"
     )
-    args = ["run", str(inputs), "--provider", "openai", "--base-url", base_url, "--model",
-            "bench-model", "--out", str(tmp_path / "warm"), "--cache-dir",
-            str(tmp_path / "cache"), "--no-progress"]  # fmt: skip
+    args = digest_at.args(base_url, inputs, out="warm")
     env = {**os.environ, "OPENAI_API_KEY": KEY}
     proc = subprocess.run(
         [sys.executable, "-c", script, *args],

@@ -16,9 +16,10 @@ import pytest
 from runs import run_paths
 from synthetic import write_abstracts
 
-from bench.openai_server import OpenAIServer, ServerConfig, offline_answer_fn
 from pipeline.backends.openai_backend import OpenAIBackend
 from pipeline.config import load_settings
+from pipeline.testing.answers import offline_answer_fn
+from pipeline.testing.openai_server import OpenAIServer, ServerConfig
 
 TIMEOUT_S = 0.5
 TRICKLE_S = 0.1  # a byte every 0.1 s: a ~500-byte body would take ~50 s

@@ -1,4 +1,4 @@
-"""Fault injection through the real openai client over HTTP (bench.openai_server on 127.0.0.1).
+"""Fault injection through the real openai client over HTTP (the fake server on 127.0.0.1).
 
 For each fault class at a 30% rate over a few hundred synthetic abstracts: every abstract ends
 ok or in errors.jsonl with a kind that names the fault, the manifest counts add up, and the
@@ -14,25 +14,22 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from runs import manifest_dict, run_paths
 from synthetic import write_abstracts
 
-from bench.openai_server import (
+from pipeline.backends.openai_backend import OpenAIBackend
+from pipeline.config import load_settings
+from pipeline.errors import FatalBackendError
+from pipeline.testing.answers import offline_answer_fn
+from pipeline.testing.chat import request_key
+from pipeline.testing.faults import (
     CONTENT_FAULTS,
     MALFORMED_FAULTS,
     TRANSPORT_FAULTS,
-    OpenAIServer,
-    ServerConfig,
-    _pick,
-    offline_answer_fn,
-    request_key,
+    pick_fault,
     unit_draw,
 )
-from pipeline.backends.openai_backend import OpenAIBackend
-from pipeline.cli import main
-from pipeline.config import load_settings
-from pipeline.errors import FatalBackendError
+from pipeline.testing.openai_server import OpenAIServer, ServerConfig
 
 N_ABSTRACTS = 200
 RATE = 0.3
@@ -246,7 +243,7 @@ def predicted_content_faults(
                 if self_correct
                 else unit_draw(SEED, key, "content")
             )
-            if _pick(u, faults, CONTENT_FAULTS) is not None:
+            if pick_fault(u, faults, CONTENT_FAULTS) is not None:
                 out.add((stage, text))
     return out
 
@@ -304,15 +301,12 @@ def test_content_faults_are_reasked(tmp_path, inputs, fault, self_correct):
         assert manifest["requests_sent"] == stats["requests"]
 
 
-def test_401_stops_the_run_at_once_with_one_message(tmp_path, inputs):
+def test_401_stops_the_run_at_once_with_one_message(tmp_path, inputs, digest_at):
     config = ServerConfig(api_key="sk-the-right-key-1234567890", seed=SEED, latency=0.02)
     with OpenAIServer(config, answer_fn=answer) as server:
-        args = [
-            "run", str(corpus_path(tmp_path)), "--provider", "openai", "--base-url", server.base_url,
-            "--model", "bench-model", "--out", str(tmp_path / "run"),
-            "--cache-dir", str(tmp_path / "cache"), "--no-progress", "--concurrency", "8",
-        ]  # fmt: skip
-        result = CliRunner(env={"OPENAI_API_KEY": FAKE_KEY}).invoke(main, args)
+        result = digest_at(
+            server.base_url, corpus_path(tmp_path), "--concurrency", "8", key=FAKE_KEY
+        )
         stats = server.stats()
     assert result.exit_code == FatalBackendError.exit_code == 3
     assert result.stderr.count("error:") == 1

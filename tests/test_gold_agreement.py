@@ -7,7 +7,8 @@ import json
 import re
 from pathlib import Path
 
-from bench.gold_agreement import main
+from samples import TAXONOMY_PATH
+
 from pipeline.evaluation.claims_eval import load_gold
 from pipeline.evaluation.tags_eval import load_tags_gold, tags_gold_problems
 from pipeline.taxonomy import load_taxonomy
@@ -26,7 +27,7 @@ def test_tags_annotator2_covers_the_dev_gold_and_validates():
     assert list(second) == list(gold)  # same ids, same order
     assert all(second[i]["abstract"] == gold[i]["abstract"] for i in gold)
     assert all(second[i]["source"] == gold[i]["source"] for i in gold)
-    taxonomy = load_taxonomy(Path(__file__).parents[1] / "prompts" / "taxonomy.yaml")
+    taxonomy = load_taxonomy(TAXONOMY_PATH)
     assert tags_gold_problems(second, taxonomy) == []
 
 
@@ -45,9 +46,10 @@ def test_claims_annotator2_covers_the_digit_bearing_dev_abstracts_and_validates(
     assert claims and all(c["kind"] == "quantitative" and c["value"] for c in claims)
 
 
-def test_agreement_script_prints_both_directions(capsys):
-    main(["--boot", "0"])
-    out = capsys.readouterr().out
+def test_agreement_script_prints_both_directions(run_bench):
+    script = run_bench("gold_agreement", "--boot", "0")
+    assert script.returncode == 0, script.stderr
+    out = script.stdout
     assert out.count("annotator 2 as system, gold as gold") == 2
     assert out.count("gold as system, annotator 2 as gold") == 2
     assert "Clopper-Pearson" in out

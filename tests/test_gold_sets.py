@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from samples import TAXONOMY_PATH
 
 from pipeline.errors import InputError
 from pipeline.evaluation.claims_eval import (
@@ -24,7 +25,6 @@ from pipeline.text import text_hash
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
-TAXONOMY = ROOT / "prompts" / "taxonomy.yaml"
 SIZES = {"dev": 65, "train": 40}  # promised in tests/data/GOLD.md
 SPLITS = tuple(SIZES)
 CLAIM_KEYS = {
@@ -54,7 +54,7 @@ def tags_path(split: str) -> Path:
 
 @pytest.fixture(scope="module")
 def tax():
-    return load_taxonomy(TAXONOMY)
+    return load_taxonomy(TAXONOMY_PATH)
 
 
 # --- the gold files ---------------------------------------------------------------------

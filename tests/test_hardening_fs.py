@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from samples import SHORT_ABSTRACT
 
 from pipeline.cli import main
 
-A1 = "We propose a method. It improves accuracy by 3% on ImageNet."
 A2 = "We study transformers in depth. They generalize well on 5 tasks."
 
 
@@ -42,7 +42,7 @@ def one_error(result, *words: str) -> str:
 @pytest.fixture
 def inputs(tmp_path) -> Path:
     path = tmp_path / "abstracts.txt"
-    path.write_text(f"{A1}\n\n{A2}\n", encoding="utf-8")
+    path.write_text(f"{SHORT_ABSTRACT}\n\n{A2}\n", encoding="utf-8")
     return path
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from samples import SHORT_ABSTRACT
 
 from pipeline.cli import main
 from pipeline.text import terminal_safe
@@ -133,7 +134,7 @@ def test_cli_error_messages_print_no_escape_sequence(tmp_path):
 def test_warnings_and_the_run_summary_print_no_escape_sequence(tmp_path):
     inputs = tmp_path / "in"
     inputs.mkdir()
-    (inputs / "a.txt").write_text("We propose a method. It improves accuracy by 3% on ImageNet.")
+    (inputs / "a.txt").write_text(SHORT_ABSTRACT)
     (inputs / f"notes{ESCAPES}.pdf").write_bytes(b"%PDF")  # named in a warning
     out = tmp_path / f"run{ESCAPES}"
     result = invoke("run", inputs, "--out", out, "--cache-dir", tmp_path / "cache", "--no-progress")
@@ -267,7 +268,7 @@ def test_bad_stages_in_config_are_one_message(tmp_path, yaml_text):
     config = tmp_path / "config.yaml"
     config.write_text(yaml_text)
     inputs = tmp_path / "a.txt"
-    inputs.write_text("We propose a method. It improves accuracy by 3% on ImageNet.")
+    inputs.write_text(SHORT_ABSTRACT)
     result = invoke("run", inputs, "--config", config, "--out", tmp_path / "run", "--no-progress")
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output

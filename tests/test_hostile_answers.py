@@ -6,28 +6,21 @@ from __future__ import annotations
 
 import json
 
-from click.testing import CliRunner
 from hostile import check_run, hostile_answer_fn
 from synthetic import write_abstracts
 
-from bench.openai_server import OpenAIServer, ServerConfig
-from pipeline.cli import main
+from pipeline.testing.openai_server import OpenAIServer, ServerConfig
 
 
 def read_jsonl(path):
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def test_hostile_answers_fail_their_own_pair_and_the_run_goes_on(tmp_path):
+def test_hostile_answers_fail_their_own_pair_and_the_run_goes_on(tmp_path, digest_at):
     corpus = tmp_path / "in.txt"
     write_abstracts(corpus, 6, seed=3)
     with OpenAIServer(ServerConfig(), answer_fn=hostile_answer_fn(corpus)) as server:
-        args = [
-            "run", str(corpus), "--provider", "openai", "--base-url", server.base_url,
-            "--model", "bench-model", "--out", str(tmp_path / "run"),
-            "--cache-dir", str(tmp_path / "cache"), "--no-progress",
-        ]  # fmt: skip
-        result = CliRunner(env={"OPENAI_API_KEY": "sk-test-hostile-0000000000"}).invoke(main, args)
+        result = digest_at(server.base_url, corpus, key="sk-test-hostile-0000000000")
     assert result.exit_code == 1, result.output  # failed stages, not a crash
     assert "3 stage result(s) failed in 3 abstract(s)" in result.output
     records = read_jsonl(tmp_path / "run" / "summaries.jsonl")

@@ -1,13 +1,11 @@
 import json
 
 import pytest
+from samples import SHORT_ABSTRACT, SHORT_ABSTRACT_2
 
 from pipeline.errors import InputError
 from pipeline.ingest import read_inputs
 from pipeline.text import text_hash
-
-A1 = "We propose a method. It improves accuracy by 3% on ImageNet."
-A2 = "We study transformers in depth. They generalize well."
 
 
 def test_samples_give_57_unique_abstracts_without_headers(examples_dir):
@@ -23,14 +21,14 @@ def test_samples_give_57_unique_abstracts_without_headers(examples_dir):
 
 
 def test_ids_are_stable_across_files_and_whitespace(tmp_path):
-    (tmp_path / "a.txt").write_text(f"My Paper List\n\n{A1}\n\n{A2}\n")
+    (tmp_path / "a.txt").write_text(f"My Paper List\n\n{SHORT_ABSTRACT}\n\n{SHORT_ABSTRACT_2}\n")
     (tmp_path / "b.jsonl").write_text(
-        json.dumps({"abstract": A1.replace(" ", "  \n", 1), "id": "p7"}) + "\n"
+        json.dumps({"abstract": SHORT_ABSTRACT.replace(" ", "  \n", 1), "id": "p7"}) + "\n"
     )
     result = read_inputs([tmp_path])
     assert result.n_inputs == 3
     assert len(result.abstracts) == 2
-    dup = next(a for a in result.abstracts if a.id == text_hash(A1))
+    dup = next(a for a in result.abstracts if a.id == text_hash(SHORT_ABSTRACT))
     assert [(s.file.rsplit("/", 1)[-1], s.position) for s in dup.sources] == [
         ("a.txt", 1),
         ("b.jsonl", 1),
@@ -41,15 +39,21 @@ def test_ids_are_stable_across_files_and_whitespace(tmp_path):
 
 def test_csv_with_title_and_id(tmp_path):
     path = tmp_path / "papers.csv"
-    path.write_text('id,title,abstract\n1,"Title, with comma","' + A1 + '"\n2,,"' + A2 + '"\n')
+    path.write_text(
+        'id,title,abstract\n1,"Title, with comma","'
+        + SHORT_ABSTRACT
+        + '"\n2,,"'
+        + SHORT_ABSTRACT_2
+        + '"\n'
+    )
     result = read_inputs([path])
     assert [a.title for a in result.abstracts] == ["Title, with comma", None]
-    assert result.abstracts[0].text == A1
+    assert result.abstracts[0].text == SHORT_ABSTRACT
 
 
 def test_header_detection_keeps_a_one_sentence_abstract(tmp_path):
     path = tmp_path / "x.txt"
-    path.write_text(f"{A2}\n\n{A1}\n")
+    path.write_text(f"{SHORT_ABSTRACT_2}\n\n{SHORT_ABSTRACT}\n")
     assert len(read_inputs([path]).abstracts) == 2
 
 
@@ -93,15 +97,19 @@ def test_latin1_file_is_read_with_a_warning(tmp_path, caplog):
 
 def test_empty_rows_are_skipped_and_counted(tmp_path):
     path = tmp_path / "rows.jsonl"
-    path.write_text(json.dumps({"abstract": ""}) + "\n" + json.dumps({"abstract": A1}) + "\n")
+    path.write_text(
+        json.dumps({"abstract": ""}) + "\n" + json.dumps({"abstract": SHORT_ABSTRACT}) + "\n"
+    )
     result = read_inputs([path])
     assert len(result.abstracts) == 1
     assert result.skipped == [f"{path}#1: empty abstract"]
 
 
 def test_stream_reads_texts_again_in_first_seen_order(tmp_path, examples_dir):
-    (tmp_path / "a.txt").write_text(f"My Paper List\n\n{A1}\n\n{A2}\n\n{A1}\n")
-    (tmp_path / "b.csv").write_text(f'id,title,abstract\n9,T2,"{A2}"\n')
+    (tmp_path / "a.txt").write_text(
+        f"My Paper List\n\n{SHORT_ABSTRACT}\n\n{SHORT_ABSTRACT_2}\n\n{SHORT_ABSTRACT}\n"
+    )
+    (tmp_path / "b.csv").write_text(f'id,title,abstract\n9,T2,"{SHORT_ABSTRACT_2}"\n')
     listed = read_inputs([tmp_path])
     streamed = read_inputs([tmp_path], stream=True)
     assert len(streamed.abstracts) == 2 and streamed.n_inputs == listed.n_inputs == 4
@@ -115,14 +123,19 @@ def test_stream_reads_texts_again_in_first_seen_order(tmp_path, examples_dir):
 
 def test_stream_stops_when_a_file_changed_after_the_scan(tmp_path):
     path = tmp_path / "rows.jsonl"
-    path.write_text(json.dumps({"abstract": A1}) + "\n" + json.dumps({"abstract": A2}) + "\n")
+    path.write_text(
+        json.dumps({"abstract": SHORT_ABSTRACT})
+        + "\n"
+        + json.dumps({"abstract": SHORT_ABSTRACT_2})
+        + "\n"
+    )
     streamed = read_inputs([path], stream=True)
-    edited = {"abstract": A2 + " Edited."}
-    path.write_text(json.dumps({"abstract": A1}) + "\n" + json.dumps(edited) + "\n")
+    edited = {"abstract": SHORT_ABSTRACT_2 + " Edited."}
+    path.write_text(json.dumps({"abstract": SHORT_ABSTRACT}) + "\n" + json.dumps(edited) + "\n")
     abstracts = iter(streamed.abstracts)
-    assert next(abstracts).text == A1
+    assert next(abstracts).text == SHORT_ABSTRACT
     with pytest.raises(InputError, match="changed while the run was reading it"):
         next(abstracts)
-    path.write_text(json.dumps({"abstract": A1}) + "\n")  # truncated
+    path.write_text(json.dumps({"abstract": SHORT_ABSTRACT}) + "\n")  # truncated
     with pytest.raises(InputError, match="changed while the run was reading it"):
         list(streamed.abstracts)

@@ -17,16 +17,13 @@ import pytest
 from runs import run_paths
 from synthetic import write_abstracts
 
-from bench.openai_server import (
-    OpenAIServer,
-    ServerConfig,
-    estimate_tokens,
-    max_in_window,
-    offline_answer_fn,
-)
 from pipeline.config import load_settings
 from pipeline.stages import build_stages
 from pipeline.taxonomy import load_taxonomy
+from pipeline.testing.answers import offline_answer_fn
+from pipeline.testing.chat import estimate_tokens
+from pipeline.testing.openai_server import OpenAIServer, ServerConfig
+from pipeline.testing.ratelimit import max_in_window
 
 FAKE_KEY = "sk-test-limits-000000000000000000000"
 JITTER = 4  # requests of slack for windows measured at the server

@@ -1,8 +1,16 @@
-"""bench.offline_quality: its per-kind split scores what `digest eval claims` scores."""
+"""bench.offline_quality and its figures (pipeline/testing/offline_figures.py): the per-kind
+split scores what `digest eval claims` scores."""
 
 from pathlib import Path
 
-from bench.offline_quality import _eval, claims_rows, figure_rows, main, qualitative_row, tags_rows
+from pipeline.testing import offline_figures
+from pipeline.testing.offline_figures import (
+    _eval,
+    claims_rows,
+    figure_rows,
+    qualitative_row,
+    tags_rows,
+)
 
 DATA = Path(__file__).parent / "data"
 
@@ -56,18 +64,17 @@ def test_tags_figures_and_verdicts(tmp_path):
     assert [row[-1] for row in table] == ["not met, in interval", "met", "not met"]
 
 
-def test_main_prints_one_table_with_every_present_set(capsys):
-    main(["--skip-tldr", "--boot", "20"])
-    out = capsys.readouterr().out
+def test_main_prints_one_table_with_every_present_set(run_bench):
+    script = run_bench("offline_quality", "--skip-tldr", "--boot", "20")
+    assert script.returncode == 0, script.stderr
+    out = script.stdout
     assert "| claims dev | quantitative precision |" in out and "| tags dev | tags recall |" in out
 
 
 def test_tldr_row_brackets_the_corpus_rouge_with_a_bootstrap_over_papers(tmp_path, monkeypatch):
-    import bench.offline_quality as bench
-
-    monkeypatch.setattr(bench, "SCITLDR_DEV", [DATA / "scitldr_dev_sample.jsonl"])
+    monkeypatch.setattr(offline_figures, "SCITLDR_DEV", [DATA / "scitldr_dev_sample.jsonl"])
     (tmp_path / "cache").mkdir()
-    row = bench.tldr_row(tmp_path, boot=200)
+    row = offline_figures.tldr_row(tmp_path, boot=200)
     assert row is not None and row[1] == "TL;DR ROUGE-1 best-ref" and row[0].endswith("(12 papers)")
     point = float(row[2].split()[0])
     low, high = (float(x) for x in row[3].strip("[]").split(", "))

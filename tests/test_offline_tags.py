@@ -6,6 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from samples import TAXONOMY_PATH
 
 from pipeline.offline import tag_rules
 from pipeline.offline.tags import BROAD_TAGS, match_tags, matcher_for
@@ -13,7 +14,6 @@ from pipeline.stages.tags import TagsOutput
 from pipeline.taxonomy import Taxonomy, load_taxonomy
 
 ROOT = Path(__file__).resolve().parents[1]
-TAXONOMY = ROOT / "prompts" / "taxonomy.yaml"
 EXAMPLES = ROOT / "examples" / "iclr2026"
 CORE_FACETS = {"method", "task", "area"}
 
@@ -28,7 +28,7 @@ KAN_ABSTRACT = (
 
 @pytest.fixture(scope="module")
 def tax() -> Taxonomy:
-    return load_taxonomy(TAXONOMY)
+    return load_taxonomy(TAXONOMY_PATH)
 
 
 @pytest.fixture(scope="module")
@@ -291,12 +291,11 @@ def test_acronym_long_form_stops_at_punctuation(tax: Taxonomy) -> None:
 
 
 def test_negated_mentions_are_not_topics():
-    from pathlib import Path
 
     from pipeline.offline.tags import match_tags
     from pipeline.taxonomy import load_taxonomy
 
-    tax = load_taxonomy(Path(__file__).resolve().parents[1] / "prompts" / "taxonomy.yaml")
+    tax = load_taxonomy(TAXONOMY_PATH)
     text = (
         "We detect anomalies in graphs with a graph neural network. With frozen parameters "
         "(no target fine-tuning), the detector transfers across domains without RLHF."

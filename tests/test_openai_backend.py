@@ -1,6 +1,6 @@
 """The openai backend through the real SDK and HTTP layer, replaying vcrpy cassettes.
 
-Cassettes were recorded against bench/openai_server.py on 127.0.0.1. To re-record:
+Cassettes were recorded against pipeline/testing/openai_server.py on 127.0.0.1. To re-record:
     pytest tests/test_openai_backend.py --record-mode=rewrite
 (the local server is started for each scenario). Replay (the default, record mode `none`)
 never opens a socket: a request that is not in the cassette fails the test.
@@ -13,16 +13,15 @@ import json
 import re
 
 import pytest
-from click.testing import CliRunner
+from endpoint import DigestAt
+from samples import FAKE_KEY
 
-from pipeline.cli import main
 from pipeline.prompts import PACKAGE_PROMPTS_DIR
 from pipeline.support import supported_tags
 from pipeline.taxonomy import load_taxonomy
 
 SAMPLE = "examples/iclr2026/000_83025b0b2ab87d39.txt"
 REPLAY_URL = "http://127.0.0.1:9/v1"  # never contacted: ports are not matched on replay
-FAKE_KEY = "sk-test-0000000000000000000000000000"
 
 
 @contextlib.contextmanager
@@ -31,7 +30,8 @@ def endpoint(record_mode: str, **config):
     if record_mode == "none":
         yield REPLAY_URL
         return
-    from bench.openai_server import OpenAIServer, ServerConfig, offline_answer_fn
+    from pipeline.testing.answers import offline_answer_fn
+    from pipeline.testing.openai_server import OpenAIServer, ServerConfig
 
     with OpenAIServer(ServerConfig(**config), answer_fn=offline_answer_fn()) as server:
         yield server.base_url
@@ -48,23 +48,7 @@ def abstract_file(tmp_path, examples_dir):
 
 
 def digest(tmp_path, path, url, *extra):
-    args = [
-        "run",
-        str(path),
-        "--provider",
-        "openai",
-        "--base-url",
-        url,
-        "--model",
-        "test-model",
-        "--out",
-        str(tmp_path / "run"),
-        "--cache-dir",
-        str(tmp_path / "cache"),
-        "--no-progress",
-        *extra,
-    ]
-    return CliRunner().invoke(main, args, catch_exceptions=False)
+    return DigestAt(tmp_path)(url, path, *extra, model="test-model")
 
 
 def summary(tmp_path):
@@ -207,7 +191,7 @@ def test_json_object_mode_sends_an_example_and_rules_not_a_schema(
     (body,) = requests_of(vcr)
     assert body["response_format"] == {"type": "json_object"}
     system = body["messages"][0]["content"]
-    assert "(name: tags)" in system  # how bench/openai_server.py tells the stage
+    assert "(name: tags)" in system  # how pipeline/testing/chat.py tells the stage
     assert "shaped like this example:" in system and "Rules:" in system
     # No raw JSON schema for a small model to echo back; the ids are listed once.
     assert "$defs" not in system and "anyOf" not in system and '"enum"' not in system

@@ -1,4 +1,5 @@
-"""bench.openai_server through the real openai client: answers, faults, limits, counters, lifecycle."""
+"""The fake OpenAI server through the real openai client: answers, faults, limits, counters,
+lifecycle (pipeline/testing/openai_server.py)."""
 
 from __future__ import annotations
 
@@ -17,56 +18,28 @@ from pathlib import Path
 import openai
 import pytest
 from pydantic import ValidationError
-from synthetic import stub_answer
+from samples import SPARSEFORMER, stub_answer, validate
 
-from bench.openai_server import (
+from pipeline.stages import get_spec
+from pipeline.testing.chat import PLAIN_ANSWER, parse_chat, request_key
+from pipeline.testing.faults import (
     DEEP_BODY,
     HTML_PAGE,
     MALFORMED_FAULTS,
-    PLAIN_ANSWER,
     REFUSAL_TEXT,
     UNGROUNDED_TAG,
-    OpenAIServer,
-    RateLimiter,
-    ServerConfig,
-    max_in_window,
-    parse_chat,
-    request_key,
 )
-from pipeline.stages import get_spec
-from pipeline.taxonomy import Taxonomy
+from pipeline.testing.openai_server import OpenAIServer, ServerConfig
+from pipeline.testing.ratelimit import RateLimiter, max_in_window
 
 # The servers here bind 127.0.0.1 only; everything else stays blocked.
 pytestmark = pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$"])
 
 REPO = Path(__file__).resolve().parents[1]
-ABSTRACT = (
-    "We propose SparseFormer, a sparse transformer for image classification. "
-    "SparseFormer improves top-1 accuracy by 5.1% on ImageNet over ViT-B. "
-    "It also halves the training cost."
-)
-TAXONOMY = Taxonomy.model_validate(
-    {
-        "version": 1,
-        "facets": [
-            {
-                "id": "method",
-                "label": "Method",
-                "tags": [{"id": "transformer", "label": "Transformer", "synonyms": ["ViT"]}],
-            }
-        ],
-    }
-)
 STAGES = ("tldr", "tags", "claims")
 
 
-def validate(stage: str, content: str, abstract: str = ABSTRACT) -> None:
-    """Validate like the pipeline does, grounding included; raises ValidationError."""
-    context = {"abstract": abstract, "taxonomy": TAXONOMY}
-    get_spec(stage).schema.model_validate(json.loads(content), context=context)
-
-
-def messages_for(stage: str, abstract: str = ABSTRACT, *, reask: bool = False) -> list[dict]:
+def messages_for(stage: str, abstract: str = SPARSEFORMER, *, reask: bool = False) -> list[dict]:
     messages = [
         {"role": "system", "content": f"Answer with JSON only. (name: {stage})"},
         {"role": "user", "content": f"Read this.\n<abstract>\n{abstract}\n</abstract>"},
@@ -86,7 +59,7 @@ def response_format(stage: str, mode: str) -> dict:
     return {"type": "json_schema", "json_schema": {"name": stage, "schema": schema, "strict": True}}
 
 
-def ask(client, stage="tldr", abstract=ABSTRACT, *, reask=False, mode="json_schema"):
+def ask(client, stage="tldr", abstract=SPARSEFORMER, *, reask=False, mode="json_schema"):
     """One chat completion shaped like the pipeline's requests."""
     return client.chat.completions.create(
         model="test-model",
@@ -132,23 +105,23 @@ def test_clean_answer_parses_and_validates(make_server, stage, mode):
     assert choice.finish_reason == "stop"
     assert choice.message.role == "assistant"
     assert choice.message.refusal is None
-    assert json.loads(choice.message.content) == stub_answer(stage, ABSTRACT)
+    assert json.loads(choice.message.content) == stub_answer(stage, SPARSEFORMER)
     validate(stage, choice.message.content)
     usage = completion.usage
     assert usage.completion_tokens == (len(choice.message.content) + 3) // 4
-    assert usage.prompt_tokens > len(ABSTRACT) // 4
+    assert usage.prompt_tokens > len(SPARSEFORMER) // 4
     assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
     stats = server.stats()
     assert stats["by_status"] == {200: 1}
     assert stats["by_stage"] == {stage: 1}
-    assert stats["by_key"] == {request_key(stage, ABSTRACT): 1}
+    assert stats["by_key"] == {request_key(stage, SPARSEFORMER): 1}
     assert stats["total_tokens"] == usage.total_tokens
 
 
 def test_parse_chat_reads_stage_abstract_and_reask():
     body = {"model": "m", "messages": messages_for("claims", reask=True)}
     chat = parse_chat({**body, "response_format": {"type": "json_object"}})
-    assert (chat.stage, chat.abstract, chat.is_reask) == ("claims", ABSTRACT, True)
+    assert (chat.stage, chat.abstract, chat.is_reask) == ("claims", SPARSEFORMER, True)
     schema_mode = {**body, "response_format": response_format("tags", "json_schema")}
     assert parse_chat(schema_mode).stage == "tags"  # the schema name wins over the marker
     assert parse_chat({"messages": messages_for("tldr")}).is_reask is False
@@ -271,7 +244,7 @@ def test_truncated_and_length_cut_the_json(make_server, stage):
     server = make_server(script=["truncated", "length"])
     with client_for(server) as client:
         truncated, length = ask(client, stage), ask(client, stage)
-    full = json.dumps(stub_answer(stage, ABSTRACT))
+    full = json.dumps(stub_answer(stage, SPARSEFORMER))
     for completion, finish_reason in ((truncated, "stop"), (length, "length")):
         content = completion.choices[0].message.content
         assert completion.choices[0].finish_reason == finish_reason
@@ -294,7 +267,7 @@ def test_schema_fault_is_valid_json_breaking_the_schema(make_server, stage):
     with client_for(server) as client:
         content = ask(client, stage).choices[0].message.content
     data = json.loads(content)
-    assert set(data) == set(stub_answer(stage, ABSTRACT))
+    assert set(data) == set(stub_answer(stage, SPARSEFORMER))
     with pytest.raises(ValidationError):
         get_spec(stage).schema.model_validate(data)  # shape alone already fails
 
@@ -350,7 +323,7 @@ def test_reask_self_corrects_content_faults(make_server):
     validate("claims", fixed)
     stats = server.stats()
     assert stats["reasks"] == 1
-    assert stats["by_key"] == {request_key("claims", ABSTRACT): 2}
+    assert stats["by_key"] == {request_key("claims", SPARSEFORMER): 2}
 
 
 def test_without_self_correct_every_attempt_is_faulted(make_server):
@@ -449,7 +422,7 @@ async def test_concurrency_cap_queues_and_counts(make_server):
     started = time.monotonic()
     async with client:
         results = await asyncio.gather(
-            *(_ask_async(client, f"{ABSTRACT} Variant {i}.") for i in range(6))
+            *(_ask_async(client, f"{SPARSEFORMER} Variant {i}.") for i in range(6))
         )
     elapsed = time.monotonic() - started
     assert all(r.choices[0].finish_reason == "stop" for r in results)
@@ -466,7 +439,7 @@ async def test_latency_jitter_is_bounded(make_server):
     async with client:
         for i in range(3):
             started = time.monotonic()
-            await _ask_async(client, f"{ABSTRACT} Variant {i}.")
+            await _ask_async(client, f"{SPARSEFORMER} Variant {i}.")
             assert time.monotonic() - started >= 0.1  # latency 0.2 - jitter 0.1 at least
 
 
@@ -582,7 +555,9 @@ def test_trickle_sends_headers_at_once_then_one_byte_per_interval(make_server):
 
     fast = make_server(script=["trickle"], trickle_s=0.001)
     with client_for(fast) as client:  # a client that waits gets a complete, clean answer
-        assert json.loads(ask(client).choices[0].message.content) == stub_answer("tldr", ABSTRACT)
+        assert json.loads(ask(client).choices[0].message.content) == stub_answer(
+            "tldr", SPARSEFORMER
+        )
     assert fast.stats()["trickles_cut"] == 0 and fast.stats()["faults"] == {"trickle": 1}
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pkgutil
+import re
+import subprocess
+import sys
 import tomllib
 from fnmatch import fnmatch
 from pathlib import Path
@@ -40,17 +44,32 @@ def test_the_package_finds_its_prompts_through_importlib_resources():
 
 
 def test_every_benchmark_script_imports():
-    """bench/ is run by hand, so a stale import there would go unnoticed until someone does."""
-    import importlib
-    import pkgutil
-
-    import bench
-
-    names = [m.name for m in pkgutil.iter_modules(bench.__path__)]
+    """bench/ is run by hand, so a stale import there would go unnoticed until someone does.
+    They are imported in a child from the repo root, as `python -m bench.NAME` would."""
+    names = [m.name for m in pkgutil.iter_modules([str(REPO / "bench")])]
     assert "throughput" in names and "warm_rerun" in names
-    for name in names:
-        try:
-            importlib.import_module(f"bench.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != "ray":  # the optional extra; everything else must import
-                raise
+    child = subprocess.run(
+        [sys.executable, "-c", _IMPORT_ALL, *names], cwd=REPO, capture_output=True, text=True
+    )
+    assert child.returncode == 0, child.stderr
+
+
+_IMPORT_ALL = """
+import importlib, sys
+for name in sys.argv[1:]:
+    try:
+        importlib.import_module(f"bench.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != "ray":  # the optional extra; everything else must import
+            raise
+"""
+
+
+def test_tests_and_the_test_support_import_no_benchmark_and_edit_no_sys_path():
+    """bench/ is scripts run from the repo root; tests and pipeline.testing stand without it."""
+    files = [*(REPO / "tests").glob("*.py"), *(REPO / "pipeline" / "testing").glob("*.py")]
+    assert len(files) > 50
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"^\s*(from bench[. ]|import bench\b)", text, re.M), path
+        assert "sys.path" not in text or path.name == "test_packaging.py", path

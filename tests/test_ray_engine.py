@@ -21,10 +21,11 @@ from hostile import check_run, hostile_answer_fn
 from runs import manifest_dict, run_paths
 from synthetic import write_abstracts
 
-from bench.openai_server import OpenAIServer, ServerConfig, offline_answer_fn
 from pipeline.cli import main
 from pipeline.config import load_settings
 from pipeline.errors import FatalBackendError
+from pipeline.testing.answers import offline_answer_fn
+from pipeline.testing.openai_server import OpenAIServer, ServerConfig
 
 HAVE_RAY = importlib.util.find_spec("ray") is not None
 needs_ray = pytest.mark.skipif(
@@ -180,10 +181,10 @@ def test_a_key_revoked_mid_run_stops_the_ray_run_as_fatal(tmp_path, corpus, loca
 
 
 @needs_ray
-def test_a_refused_key_exits_3_without_a_stage_request(tmp_path, corpus, local_ray):
+def test_a_refused_key_exits_3_without_a_stage_request(tmp_path, corpus, local_ray, digest_at):
     config = ServerConfig(api_key="sk-the-right-key-1234567890", seed=SEED)
     with OpenAIServer(config, answer_fn=answer) as server:
-        result = _cli(tmp_path, corpus, "--base-url", server.base_url, "--engine", "ray")
+        result = digest_at(server.base_url, corpus, "--engine", "ray", key=FAKE_KEY)
         assert server.stats()["requests"] == 0
     assert result.exit_code == 3
     assert result.stderr.count("error:") == 1
@@ -196,9 +197,9 @@ def _cli(tmp_path: Path, corpus: Path, *args: str):
     return CliRunner(env={"OPENAI_API_KEY": FAKE_KEY}).invoke(main, argv)
 
 
-def test_engine_ray_without_the_extra_exits_2_naming_it(tmp_path, corpus, monkeypatch):
+def test_engine_ray_without_the_extra_exits_2_naming_it(tmp_path, corpus, monkeypatch, digest_at):
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
-    result = _cli(tmp_path, corpus, "--base-url", "http://127.0.0.1:9/v1", "--engine", "ray")
+    result = digest_at("http://127.0.0.1:9/v1", corpus, "--engine", "ray", key=FAKE_KEY)
     assert result.exit_code == 2
     assert "pip install -e '.[ray]'" in result.stderr
     assert not (tmp_path / "run").exists()
@@ -377,7 +378,7 @@ def test_stop_ends_a_reader_still_waiting_for_a_row_and_closes_the_rows_in_its_t
 
 
 @needs_ray
-def test_ctrl_c_during_the_ray_phase_exits_130_and_the_same_command_resumes(tmp_path):
+def test_ctrl_c_during_the_ray_phase_exits_130_and_the_same_command_resumes(tmp_path, digest_at):
     """`digest run --engine ray` (its own process and Ray instance) stopped by SIGINT while
     answers arrive: exit 130, an interrupted manifest, what arrived cached and the records
     already written kept; the rerun asks only the rest and finishes every abstract."""
@@ -390,9 +391,7 @@ def test_ctrl_c_during_the_ray_phase_exits_130_and_the_same_command_resumes(tmp_
     cache = tmp_path / "cache"
     config = ServerConfig(seed=SEED, latency=0.2)
     with OpenAIServer(config, answer_fn=answer) as server:
-        argv = [sys.executable, "-m", "pipeline", "run", str(path), "--base-url", server.base_url,
-                "--model", "bench-model", "--no-progress", "--engine", "ray", "--concurrency", "4",
-                "--out", str(tmp_path / "run"), "--cache-dir", str(cache)]  # fmt: skip
+        argv = digest_at.child(server.base_url, path, "--engine", "ray", "--concurrency", "4")
         env = {**os.environ, "OPENAI_API_KEY": FAKE_KEY}
         env.pop("RAY_ADDRESS", None)
         proc = subprocess.Popen(argv, env=env, cwd=tmp_path, stderr=subprocess.PIPE, text=True)

@@ -14,7 +14,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -23,8 +22,10 @@ import pytest
 from runs import manifest_dict, run_paths
 from synthetic import write_abstracts
 
-from bench.openai_server import OpenAIServer, ServerConfig, offline_answer_fn, request_key
 from pipeline.config import load_settings
+from pipeline.testing.answers import offline_answer_fn
+from pipeline.testing.chat import request_key
+from pipeline.testing.openai_server import OpenAIServer, ServerConfig
 
 FAKE_KEY = "sk-test-resume-000000000000000000000"
 STAGES = ("tldr", "tags", "claims")
@@ -40,16 +41,6 @@ def _offline():
 
 def answer(stage: str, abstract: str) -> dict:
     return _offline()(stage, abstract)
-
-
-def digest_args(
-    inputs: Path, run_dir: Path, cache_dir: Path, base_url: str, concurrency: int = CONCURRENCY
-) -> list[str]:
-    return [
-        sys.executable, "-m", "pipeline", "run", str(inputs), "--provider", "openai",
-        "--base-url", base_url, "--model", "bench-model", "--out", str(run_dir),
-        "--cache-dir", str(cache_dir), "--no-progress", "--concurrency", str(concurrency),
-    ]  # fmt: skip
 
 
 @pytest.fixture
@@ -125,7 +116,7 @@ def inputs(tmp_path) -> tuple[Path, list[str]]:
     return path, write_abstracts(path, N, seed=21)
 
 
-def test_sigkill_at_three_points_then_resume_equals_a_clean_run(tmp_path, inputs, start):
+def test_sigkill_at_three_points_then_resume_equals_a_clean_run(tmp_path, inputs, start, digest_at):
     path, _ = inputs
     server_config = ServerConfig(latency=0.02, seed=3)
     cache_dir, run_dir = tmp_path / "cache", tmp_path / "run"
@@ -164,7 +155,7 @@ def test_sigkill_at_three_points_then_resume_equals_a_clean_run(tmp_path, inputs
             ]
             assert again == [], f"{len(again)} results already in the cache were requested again"
 
-        args = digest_args(path, run_dir, cache_dir, server.base_url)
+        args = digest_at.child(server.base_url, path, "--concurrency", CONCURRENCY)
         proc = start(args, tmp_path)
         previous = None
         left_tmp: list[bool] = []
@@ -200,14 +191,14 @@ def test_sigkill_at_three_points_then_resume_equals_a_clean_run(tmp_path, inputs
 
 
 def test_sigint_stops_without_waiting_for_stalls_flushes_and_says_how_to_resume(
-    tmp_path, inputs, start
+    tmp_path, inputs, start, digest_at
 ):
     path, _ = inputs
     # Some requests stall for 30 s on the server: Ctrl-C must not wait for them.
     config = ServerConfig(latency=0.02, faults={"stall": 0.2}, stall_s=30.0, seed=4)
     cache_dir, run_dir = tmp_path / "cache", tmp_path / "run"
     with OpenAIServer(config, answer_fn=answer) as server:
-        proc = start(digest_args(path, run_dir, cache_dir, server.base_url, 16), tmp_path)
+        proc = start(digest_at.child(server.base_url, path, "--concurrency", 16), tmp_path)
         wait_for_lines(proc, cache_dir, 20)
         deadline = time.monotonic() + 10
         while server.stats()["faults"].get("stall", 0) < 2:  # at least two requests hanging

@@ -18,16 +18,18 @@ import sys
 from pathlib import Path
 
 import pytest
+from endpoint import DigestAt
+from samples import FAKE_KEY
 from synthetic import write_abstracts
 
-from bench.openai_server import OpenAIServer, ServerConfig
 from pipeline.logs import REDACTED, RedactSecrets, setup_logging
+from pipeline.testing.openai_server import OpenAIServer, ServerConfig
 
 REPO = Path(__file__).resolve().parents[1]
 CASSETTES = REPO / "tests" / "cassettes"
 KEY = "sk-proj-digestSecretTest-4f8a1c9e2b7d6a5f3e1c0b9a"
 # The key the cassette tests send (tests/test_openai_backend.py); it must be filtered too.
-CASSETTE_KEY = "sk-test-0000000000000000000000000000"
+CASSETTE_KEY = FAKE_KEY
 
 
 def files_under(*roots: Path) -> list[Path]:
@@ -54,11 +56,10 @@ def digest_vv(
     run_dir, cache_dir = tmp_path / f"run-{name}", tmp_path / f"cache-{name}"
     run_dir.mkdir()
     log = run_dir / "digest.log"
-    args = [sys.executable, "-m", "pipeline", verbosity, "run", str(inputs), "--provider",
-            "openai", "--model", "bench-model", "--out", str(run_dir), "--cache-dir",
-            str(cache_dir), "--no-progress", "--concurrency", "4", *extra]  # fmt: skip
-    if base_url is not None:
-        args += ["--base-url", base_url]
+    args = DigestAt(tmp_path).child(
+        base_url, inputs, "--concurrency", "4", *extra, command=(verbosity, "run"),
+        out=run_dir, cache=cache_dir,
+    )  # fmt: skip
     env = {**os.environ, **(env if env is not None else {"OPENAI_API_KEY": KEY})}
     with log.open("w", encoding="utf-8") as stderr:
         proc = subprocess.run(

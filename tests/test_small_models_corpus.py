@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import small_models
+from pipeline.testing import small_models
 
 FOLDER = Path(__file__).parent / "data" / "smallmodel"
 CATEGORIES = {

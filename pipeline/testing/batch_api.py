@@ -1,4 +1,4 @@
-"""The OpenAI Files + Batches API, emulated inside ``bench.openai_server`` for tests.
+"""The OpenAI Files + Batches API, emulated inside ``pipeline.testing.openai_server`` for tests.
 
 The server routes ``/v1/files...`` and ``/v1/batches...`` here (after its API-key check):
 
@@ -70,28 +70,19 @@ import json
 import threading
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from bench.openai_server import (
-    _MAX_BODY,
-    _error,
-    _json,
-    _Request,
-    _Response,
-    estimate_tokens,
-    fault_message,
-    parse_chat,
-    request_key,
-    unit_draw,
-)
+from pipeline.testing.faults import unit_draw
+from pipeline.testing.http import MAX_BODY, Request, Response, error_response, json_response
 
 if TYPE_CHECKING:
     import argparse
 
-    from bench.openai_server import OpenAIServer
+# One line's body -> its response (None: the request stalled and is never answered).
+AnswerLine = Callable[[dict[str, Any]], Response | None]
 
 MAX_REQUESTS = 50_000
 MAX_FILE_BYTES = 200 * 1024 * 1024
@@ -185,11 +176,11 @@ def parse_multipart(body: bytes, content_type: str) -> dict[str, tuple[str | Non
             name, colon, value = line.partition(":")
             if colon:
                 part[name.strip()] = value.strip()
-        name = part.get_param("name", header="content-disposition")
-        if not isinstance(name, str):
+        field_name = part.get_param("name", header="content-disposition")
+        if not isinstance(field_name, str):
             raise ValueError("multipart part without a name")
         filename = part.get_filename()
-        fields[name] = (filename, content)
+        fields[field_name] = (filename, content)
     raise ValueError("multipart body without a closing boundary")
 
 
@@ -398,12 +389,15 @@ def _is_ok(line: dict[str, Any]) -> bool:
 
 
 class BatchAPI:
-    """Files + Batches state of one server; ``handle`` runs on the server's loop thread."""
+    """Files + Batches state of one server, its lines answered by ``answer_line`` (the server's
+    answers, faults and counters); ``handle`` runs on the server's loop thread."""
 
-    def __init__(self, server: OpenAIServer, config: BatchConfig | None = None) -> None:
-        self.server = server
+    def __init__(
+        self, answer_line: AnswerLine, seed: int = 0, config: BatchConfig | None = None
+    ) -> None:
+        self._answer_line = answer_line
         self.config = config or BatchConfig()
-        self._seed = server.config.seed
+        self._seed = seed
         self._lock = threading.Lock()  # handle() vs stats() from other threads
         self._files: dict[str, _File] = {}
         self._batches: dict[str, _Batch] = {}  # insertion order = creation order
@@ -416,8 +410,8 @@ class BatchAPI:
     def body_limit(self, path: str) -> int:
         """Largest request body accepted for ``path`` (uploads may be up to max_file_bytes)."""
         if path.rstrip("/") in ("/v1/files", "/files"):
-            return max(_MAX_BODY, self.config.max_file_bytes + _MULTIPART_SLACK)
-        return _MAX_BODY
+            return max(MAX_BODY, self.config.max_file_bytes + _MULTIPART_SLACK)
+        return MAX_BODY
 
     def stats(self) -> dict[str, Any]:
         """Counters: uploads, downloads, batches by status, lines answered by status."""
@@ -429,7 +423,7 @@ class BatchAPI:
                 "lines_by_status": dict(self._lines_by_status),
             }
 
-    def handle(self, request: _Request, path: str) -> _Response:
+    def handle(self, request: Request, path: str) -> Response:
         """Route one request (``path`` without the ``/v1`` prefix)."""
         parts = path.strip("/").split("/")
         query = {k: v[-1] for k, v in parse_qs(request.query).items()}
@@ -442,7 +436,9 @@ class BatchAPI:
                     return self._list_files(query) if method == "GET" else _not_allowed()
                 if len(parts) == 2:
                     if method == "GET":
-                        return self._file_or_404(parts[1], lambda f: _json(200, f.to_json()))
+                        return self._file_or_404(
+                            parts[1], lambda f: json_response(200, f.to_json())
+                        )
                     return self._delete_file(parts[1]) if method == "DELETE" else _not_allowed()
                 if len(parts) == 3 and parts[2] == "content":
                     return self._content(parts[1]) if method == "GET" else _not_allowed()
@@ -455,13 +451,13 @@ class BatchAPI:
                     return self._retrieve(parts[1]) if method == "GET" else _not_allowed()
                 if len(parts) == 3 and parts[2] == "cancel":
                     return self._cancel(parts[1]) if method == "POST" else _not_allowed()
-        return _error(
+        return error_response(
             404, f"Unknown request URL: {request.path}", "invalid_request_error", "unknown_url"
         )
 
     # files
 
-    def _upload(self, request: _Request) -> _Response:
+    def _upload(self, request: Request) -> Response:
         try:
             form = parse_multipart(request.body, request.headers.get("content-type", ""))
         except ValueError as exc:
@@ -504,7 +500,7 @@ class BatchAPI:
         file = self._new_file(filename, purpose, data, now, ttl)
         self._counters["files_uploaded"] += 1
         self._counters["bytes_uploaded"] += len(data)
-        return _json(200, file.to_json())
+        return json_response(200, file.to_json())
 
     def _new_file(
         self, filename: str, purpose: str, data: bytes, now: int, ttl: int | None
@@ -515,13 +511,15 @@ class BatchAPI:
         file = self._files[file_id] = _File(file_id, filename, purpose, data, now, expires)
         return file
 
-    def _file_or_404(self, file_id: str, then: Any) -> _Response:
+    def _file_or_404(self, file_id: str, then: Any) -> Response:
         file = self._files.get(file_id)
         if file is None:
-            return _error(404, f"No such File object: {file_id}", "invalid_request_error", None)
+            return error_response(
+                404, f"No such File object: {file_id}", "invalid_request_error", None
+            )
         return then(file)
 
-    def _list_files(self, query: dict[str, str]) -> _Response:
+    def _list_files(self, query: dict[str, str]) -> Response:
         files = list(self._files.values())
         if query.get("order", "desc") == "desc":
             files.reverse()
@@ -529,22 +527,26 @@ class BatchAPI:
             files = [f for f in files if f.purpose == query["purpose"]]
         return _page(files, query, default_limit=10_000, max_limit=10_000)
 
-    def _delete_file(self, file_id: str) -> _Response:
+    def _delete_file(self, file_id: str) -> Response:
         if self._files.pop(file_id, None) is None:
-            return _error(404, f"No such File object: {file_id}", "invalid_request_error", None)
+            return error_response(
+                404, f"No such File object: {file_id}", "invalid_request_error", None
+            )
         self._counters["files_deleted"] += 1
-        return _json(200, {"id": file_id, "object": "file", "deleted": True})
+        return json_response(200, {"id": file_id, "object": "file", "deleted": True})
 
-    def _content(self, file_id: str) -> _Response:
+    def _content(self, file_id: str) -> Response:
         file = self._files.get(file_id)
         if file is None:
-            return _error(404, f"No such File object: {file_id}", "invalid_request_error", None)
+            return error_response(
+                404, f"No such File object: {file_id}", "invalid_request_error", None
+            )
         self._counters["content_downloads"] += 1
-        return _Response(200, file.data, content_type="application/octet-stream")
+        return Response(200, file.data, content_type="application/octet-stream")
 
     # batches
 
-    def _create_batch(self, request: _Request) -> _Response:
+    def _create_batch(self, request: Request) -> Response:
         try:
             body = json.loads(request.body or b"null")
         except ValueError:
@@ -573,7 +575,7 @@ class BatchAPI:
             return _invalid("metadata must be an object of at most 16 string pairs.", "metadata")
         file = self._files.get(str(body["input_file_id"]))
         if file is None:
-            return _error(
+            return error_response(
                 404, f"No such File object: {body['input_file_id']}", "invalid_request_error", None
             )
         if file.purpose != "batch":
@@ -598,29 +600,29 @@ class BatchAPI:
             model=str(requests[0]["body"].get("model")) if requests else None,
         )
         self._batches[batch.id] = batch
-        return _json(200, batch.to_json())
+        return json_response(200, batch.to_json())
 
-    def _list_batches(self, query: dict[str, str]) -> _Response:
+    def _list_batches(self, query: dict[str, str]) -> Response:
         return _page(list(reversed(self._batches.values())), query, default_limit=20, max_limit=100)
 
-    def _retrieve(self, batch_id: str) -> _Response:
+    def _retrieve(self, batch_id: str) -> Response:
         batch = self._batches.get(batch_id)
         if batch is None:
-            return _error(
+            return error_response(
                 404, f"No batch found with id '{batch_id}'.", "invalid_request_error", None
             )
         self._counters["retrieves"] += 1
         self._tick(batch)
-        return _json(200, batch.to_json())
+        return json_response(200, batch.to_json())
 
-    def _cancel(self, batch_id: str) -> _Response:
+    def _cancel(self, batch_id: str) -> Response:
         batch = self._batches.get(batch_id)
         if batch is None:
-            return _error(
+            return error_response(
                 404, f"No batch found with id '{batch_id}'.", "invalid_request_error", None
             )
         if batch.status in TERMINAL:
-            return _error(
+            return error_response(
                 409,
                 f"Cannot cancel a batch with status '{batch.status}'.",
                 "invalid_request_error",
@@ -629,7 +631,7 @@ class BatchAPI:
         if batch.status != "cancelling":
             self._counters["cancels"] += 1
             self._enter(batch, "cancelling")
-        return _json(200, batch.to_json())
+        return json_response(200, batch.to_json())
 
     # the clock: one retrieve = one tick
 
@@ -696,9 +698,9 @@ class BatchAPI:
         cid = request["custom_id"]
         digest = _short_hash(self._seed, batch.id, cid, n=48)
         status = self.config.line_errors.get(cid)
-        response: _Response | None = None
+        response: Response | None = None
         if status is None:
-            response = self._chat(request["body"])
+            response = self._answer_line(request["body"])
             if response is None:
                 self._counters["lines_stalled"] += 1
                 return None
@@ -725,26 +727,6 @@ class BatchAPI:
             "response": {"status_code": status, "request_id": request_id, "body": body},
             "error": None,
         }
-
-    def _chat(self, body: dict[str, Any]) -> _Response | None:
-        """The server's answer to one chat body, without latency or rate limits; None = stalled."""
-        server = self.server
-        try:
-            chat = parse_chat(body)
-            answer, content = server._answer(chat.stage, chat.abstract)
-        except ValueError as exc:
-            return _error(400, str(exc), "invalid_request_error", None)
-        except Exception as exc:  # a broken answer_fn is the server's fault
-            return _error(500, f"answer_fn failed: {exc!r}", "server_error", None)
-        key = request_key(chat.stage, chat.abstract)
-        attempt, fault = server._admit(key, chat)
-        if fault in ("stall", "drop"):
-            return None
-        if fault in ("429", "500", "503"):
-            return server._fault_error(fault)
-        message = fault_message(fault, chat.stage, chat.abstract, answer, content)
-        prompt_tokens = estimate_tokens(chat.prompt_chars)
-        return server._completion(chat, key, attempt, prompt_tokens, *message)
 
     def _expired_line(self, batch: _Batch, cid: str, code: str) -> dict[str, Any]:
         message = EXPIRED_MESSAGE if code == "batch_expired" else CANCELLED_MESSAGE
@@ -773,7 +755,7 @@ class BatchAPI:
 
 def _page(
     items: list[Any], query: dict[str, str], *, default_limit: int, max_limit: int
-) -> _Response:
+) -> Response:
     """A cursor page (``after`` = the last id of the previous page) of file or batch records."""
     try:
         limit = int(query.get("limit", default_limit))
@@ -788,7 +770,7 @@ def _page(
             return _invalid(f"Unknown cursor 'after={after}'.", "after")
         items = items[ids.index(after) + 1 :]
     page = items[:limit]
-    return _json(
+    return json_response(
         200,
         {
             "object": "list",
@@ -802,13 +784,13 @@ def _page(
 
 def _invalid(
     message: str, param: str | None = None, *, code: str | None = None, status: int = 400
-) -> _Response:
+) -> Response:
     error = {"message": message, "type": "invalid_request_error", "param": param, "code": code}
-    return _json(status, {"error": error})
+    return json_response(status, {"error": error})
 
 
-def _not_allowed() -> _Response:
-    return _error(
+def _not_allowed() -> Response:
+    return error_response(
         405, "Method not allowed for this URL.", "invalid_request_error", "method_not_allowed"
     )
 
@@ -818,7 +800,7 @@ def _not_allowed() -> _Response:
 
 def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``--batch-*`` flags of ``python -m bench.openai_server``."""
-    g = parser.add_argument_group("Files + Batches API (bench/batch_api.py)")
+    g = parser.add_argument_group("Files + Batches API (pipeline/testing/batch_api.py)")
     g.add_argument("--batch-polls", type=int, default=1, help="retrieves per batch status")
     g.add_argument("--batch-max-requests", type=int, default=MAX_REQUESTS)
     g.add_argument("--batch-max-bytes", type=int, default=MAX_FILE_BYTES)

@@ -1,6 +1,6 @@
 """An OpenAI-compatible chat-completions server on 127.0.0.1 that replays prepared answers.
 
-Unlike bench/openai_server.py (which serializes an answer *dict*), the answer here is the
+Unlike openai_server.py (which serializes an answer *dict*), the answer here is the
 raw text a model would send: fenced, wrapped in prose, with numbers as JSON numbers, or
 anything else. `answer(call)` returns that text for a `Call` (stage, abstract, messages, how
 many times this stage of this abstract was asked before); the stage comes from
@@ -14,7 +14,7 @@ event-ordered tests), and `prompt_cache`: a system message seen before and estim
 >= 1,024 tokens is reported as cached in `usage.prompt_tokens_details.cached_tokens`, in
 128-token steps, as OpenAI's automatic prompt caching does. Token counts are chars / 4.
 `GET /models` lists `model`: by default gpt-4o-mini, the model the replayed answers imitate,
-the project's default and the one bench/realistic.py asks for (a chat request for any other
+the project's default and the one realistic.py asks for (a chat request for any other
 name is answered all the same).
 Every request body is kept (`requests`), so a test can assert what was (or was not) sent.
 """
