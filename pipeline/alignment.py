@@ -40,7 +40,7 @@ from functools import lru_cache
 
 from rapidfuzz.distance import Levenshtein
 
-from pipeline.spans import fold
+from pipeline.folding import fold
 
 MAX_CHANGED_WORDS = 2
 MAX_ARTICLES = 2

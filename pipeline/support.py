@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any
 
-from pipeline.spans import _GREEK, _SYMBOLS
+from pipeline.folding import GREEK as _GREEK
+from pipeline.folding import SYMBOLS as _SYMBOLS
 from pipeline.taxonomy import Taxonomy
 from pipeline.text import NUMBER_RE
 
