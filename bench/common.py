@@ -1,7 +1,7 @@
 """Shared helpers for the benchmark scripts: synthetic inputs, the local server, tables.
 
 The benchmarks are scripts run by hand from the repo root (``python -m bench.<name>``), not
-tests. They print Markdown tables so the figures can be pasted into the README.
+tests. They print Markdown tables so the figures can be pasted into the docs.
 """
 
 from __future__ import annotations

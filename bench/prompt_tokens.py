@@ -1,4 +1,4 @@
-"""Input tokens per abstract per stage, as the pipeline sends them (README "Which model?").
+"""Input tokens per abstract per stage, as the pipeline sends them (docs/configuration.md "Which model?").
 
     python -m bench.prompt_tokens [PATHS...]   # default: the 57 shipped samples
 

@@ -1,4 +1,4 @@
-"""Token counts of the requests the pipeline sends, for the README and bench figures.
+"""Token counts of the requests the pipeline sends, for the docs and bench figures.
 
 The real tokenizer of gpt-4o / gpt-4o-mini / gpt-4.1 / o4-mini is tiktoken's `o200k_base`.
 tiktoken itself downloads its encoding files at first use (no network here), so the file is

@@ -21,7 +21,7 @@ every threshold on the outer folds (optimistic: the threshold is then chosen on 
 
 The candidates, features, fit and selection are pipeline/testing/tag_selection.py.
 Needs numpy (the `train` extra). Not used at run time: the selector did not beat the rules
-(see README.md "Tags"), so nothing is written.
+(see docs/quality.md "Tags"), so nothing is written.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ FailureKind = Literal[
     "backend",
 ]
 
-# One line per kind: what happened and whether it was retried (README's table is tested
+# One line per kind: what happened and whether it was retried (the docs' table is tested
 # against this, so the two cannot drift).
 FAILURE_KINDS: dict[FailureKind, str] = {
     "empty": "the answer had no content (empty or null `content`, and no refusal); re-asked",
@@ -52,7 +52,7 @@ assert set(FAILURE_KINDS) == set(get_args(FailureKind))
 
 
 def failure_kinds_table() -> str:
-    """The Markdown table of failure kinds that README.md carries (a test keeps them equal)."""
+    """The Markdown table of failure kinds that docs/output-files.md carries (a test keeps them equal)."""
     rows = ["| kind | what happened |", "|---|---|"]
     rows += [f"| `{kind}` | {text} |" for kind, text in FAILURE_KINDS.items()]
     return "\n".join(rows)

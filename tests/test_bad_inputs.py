@@ -13,7 +13,7 @@
 | prompt injection, HTML/script tags,| end to end ok and grounded; the abstract travels as         |
 | Chinese text, math symbols         | delimited data in the user message, never in the system one |
 
-The other rows of README's table (malformed JSONL/CSV, symlinks, FIFOs, unwritable
+The other rows of the table in docs/input-formats.md (malformed JSONL/CSV, symlinks, FIFOs, unwritable
 folders, full disks, poisoned caches) are in tests/test_hardening_*.py.
 """
 
