@@ -1,0 +1,68 @@
+"""Whole-file writes that never follow a planted symlink and never leave half a file.
+
+A file is written to `.<name>.<pid>.tmp` beside its target, created exclusively with
+`O_NOFOLLOW` (a link planted under the temp name is refused, not followed), then renamed
+over the target: `rename` replaces a symlink at the target path instead of writing through
+it, and a reader sees the old file or the new one, never a mix. On any failure (disk full,
+read-only folder, an exception in the caller) the temp file is removed and the target is
+untouched; the OSError becomes a StorageError naming the target.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from pipeline.errors import StorageError
+
+_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+
+
+def temp_name(path: Path) -> Path:
+    """The temp file a write of `path` goes through (one per process)."""
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+@contextlib.contextmanager
+def atomic_open(path: Path, *, binary: bool = False, durable: bool = False) -> Iterator[IO]:
+    """Open a temp file for writing; on a clean exit it replaces `path` (fsynced if durable)."""
+    path = Path(path)
+    tmp = temp_name(path)
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()  # our own leftover from a crashed earlier attempt of this pid
+    try:
+        fd = os.open(tmp, _FLAGS, 0o644)
+    except OSError as exc:
+        raise StorageError.from_os_error(path, exc) from exc
+    try:
+        mode = "wb" if binary else "w"
+        encoding = None if binary else "utf-8"
+        with os.fdopen(fd, mode, encoding=encoding, newline=None if binary else "") as fh:
+            yield fh
+            fh.flush()
+            if durable:
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        if isinstance(exc, OSError):
+            raise StorageError.from_os_error(path, exc) from exc
+        raise
+
+
+def write_text(path: Path, text: str, *, durable: bool = False) -> Path:
+    """Write `text` (UTF-8) to `path` atomically; returns the path."""
+    with atomic_open(path, durable=durable) as fh:
+        fh.write(text)
+    return Path(path)
+
+
+def write_bytes(path: Path, data: bytes, *, durable: bool = False) -> Path:
+    """Write `data` to `path` atomically; returns the path."""
+    with atomic_open(path, binary=True, durable=durable) as fh:
+        fh.write(data)
+    return Path(path)
