@@ -31,9 +31,9 @@ def atomic_open(path: Path, *, binary: bool = False, durable: bool = False) -> I
     """Open a temp file for writing; on a clean exit it replaces `path` (fsynced if durable)."""
     path = Path(path)
     tmp = temp_name(path)
-    with contextlib.suppress(FileNotFoundError):
-        tmp.unlink()  # our own leftover from a crashed earlier attempt of this pid
     try:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()  # a leftover of this pid, or a planted link: removed, never followed
         fd = os.open(tmp, _FLAGS, 0o644)
     except OSError as exc:
         raise StorageError.from_os_error(path, exc) from exc
