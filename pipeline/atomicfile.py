@@ -66,3 +66,13 @@ def write_bytes(path: Path, data: bytes, *, durable: bool = False) -> Path:
     with atomic_open(path, binary=True, durable=durable) as fh:
         fh.write(data)
     return Path(path)
+
+
+def make_parent(path: Path) -> Path:
+    """Create the folder `path` is to be written in, if missing (StorageError naming it)."""
+    parent = Path(path).parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError.from_os_error(parent, exc) from exc
+    return Path(path)

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from pipeline.atomicfile import make_parent, write_text
 from pipeline.rundir import Paper, RunReader
 from pipeline.stages import stage_names
 from pipeline.taxonomy import Taxonomy
@@ -169,8 +170,4 @@ def write_markdown_report(
 ) -> Path:
     """Write RUN_DIR/report.md, the Markdown digest grouped by tag; returns its path."""
     text = markdown_of(run_dir, taxonomy, forum=forum)
-    path = out or Path(run_dir) / MARKDOWN_FILE
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_text(make_parent(out or Path(run_dir) / MARKDOWN_FILE), text)
