@@ -28,11 +28,13 @@ import hashlib
 import json
 import logging
 import os
+import re
 from pathlib import Path
 from typing import IO, Any
 
 from pipeline.errors import StorageError
 from pipeline.jsonl import compact_json
+from pipeline.repair import replace_surrogates
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +44,7 @@ _SLOT_LEN = 16  # hex digits of a key the index keeps (64 bits)
 _SEAL_START = b',"seal":"'
 _SEAL_LEN = 32
 _SEAL_SUFFIX_LEN = len(_SEAL_START) + _SEAL_LEN + len(b'"}\n')
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def cache_key(*, abstract_text: str, **settings: Any) -> str:
@@ -208,6 +211,8 @@ class StageCache:
             record = json.loads(line)
         except (ValueError, RecursionError):  # bad JSON or UTF-8, a 5000-digit number, ...
             record = None
+        if _SURROGATE_ESCAPE.search(line) and replace_surrogates(record)[1]:
+            record = None  # a lone surrogate (no writer of this cache puts one) crashes writers
         if not isinstance(record, dict):
             log.warning("%s: unreadable record for key %s; recomputing", self.path, key[:16])
             self.discard(key)

@@ -51,7 +51,11 @@ def check_forum_url(template: str) -> str:
         return template
     usage = "e.g. " + DEFAULT_FORUM_URL + " (write {{ and }} for literal braces)"
     try:
-        fields = [f[1:] for f in string.Formatter().parse(template) if f[1] is not None]
+        fields = [
+            (name, spec, conversion)
+            for _, name, spec, conversion in string.Formatter().parse(template)
+            if name is not None
+        ]
     except ValueError as exc:  # a lone { or }
         raise InputError(f"forum URL template {template!r}: {exc}; {usage}") from exc
     for name, spec, conversion in fields:

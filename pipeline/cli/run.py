@@ -48,7 +48,11 @@ def run_command(
     follow_symlinks: bool,
     **flags,
 ) -> None:
-    """Summarize the abstracts in PATHS (.txt, .jsonl, .csv files or directories).
+    """Summarize the abstracts in PATHS: files and directories of them (read recursively).
+
+    PATHS may be .txt (abstracts separated by blank lines), .jsonl, .csv or .tsv (one paper
+    per row with an abstract column), .json (an array of rows, or an object holding one), and
+    OpenReview exports of notes in .json or .jsonl.
 
     Writes summaries.jsonl, errors.jsonl, summaries.csv, manifest.json and report.html into
     the run folder. Exit code 0 when every stage of every abstract is ok, 1 when some
