@@ -10,6 +10,13 @@
 - Unreadable subdirectories are an error; symlinks out of an input folder are not followed
   (unless --follow-symlinks); unsupported files are listed in one warning and the manifest;
   a FIFO is "not a regular file".
+
+The second red-team round (reviewer files and inputs), at the end: YAML alias bombs and
+duplicate keys in every YAML the tool reads, invalid UTF-8 and absurd values in
+reviewers.yaml, hostile .json files, forum URL templates, full or unmakeable output
+folders, lone surrogate escapes (inputs, writers, cache), TSV quotes, Markdown code spans
+and links, one warning for many empty rows, capacity advice, -v after the command, and the
+input formats in `digest run --help`.
 """
 
 from __future__ import annotations
@@ -647,15 +654,19 @@ def test_report_md_into_a_full_folder_leaves_no_temp_file(tmp_path):
     assert sorted(p.name for p in run.iterdir()) == sorted(p.name for p in RUN_SMALL.iterdir())
 
 
-@pytest.mark.parametrize("command", ["report", "assign"])
+@pytest.mark.parametrize("command", ["report", "assign", "triage"])
 def test_an_output_folder_that_cannot_be_made_is_one_message(tmp_path, command):
     run = run_copy(tmp_path)
     blocker = tmp_path / "blocker"
     blocker.write_text("a file, not a folder\n")
     reviewers = tmp_path / "reviewers.yaml"
     reviewers.write_text("reviewers:\n  - {id: a}\n  - {id: b}\n")
-    out = blocker / "sub" / ("report.md" if command == "report" else "assignments.csv")
-    args = ["--format", "md"] if command == "report" else [str(reviewers), "--per-paper", "1"]
+    out = blocker / "sub" / "out.txt"
+    args = {
+        "report": ["--format", "md"],
+        "assign": [str(reviewers), "--per-paper", "1"],
+        "triage": [],
+    }[command]
     res = CliRunner().invoke(main, [command, str(run), *args, "--out", str(out)])
     line = one_error_line(res)
     assert f"cannot write {blocker / 'sub'}" in line
