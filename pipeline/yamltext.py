@@ -132,10 +132,10 @@ def load_file(
     try:
         return safe_load(text.removeprefix("\ufeff"))
     except yaml.YAMLError as exc:
-        raise error(f"{where(path, exc)}: invalid YAML: {_problem(exc)}") from exc
+        raise error(f"{_where(path, exc)}: invalid YAML: {_problem(exc)}") from exc
 
 
-def where(path: Path, exc: yaml.YAMLError) -> str:
+def _where(path: Path, exc: yaml.YAMLError) -> str:
     """`path:line` of a YAML error (just the path when it has no position)."""
     if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
@@ -151,7 +151,7 @@ def _problem(exc: yaml.YAMLError) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def line_of(path: Path, loc: Sequence[str | int]) -> int | None:
+def _line_of(path: Path, loc: Sequence[str | int]) -> int | None:
     """The line of the value at `loc` (keys and list indexes from the top, as pydantic
     reports them) in the YAML file `path`, or None when it cannot be found."""
     try:
@@ -182,7 +182,7 @@ def invalid_value(path: Path, exc: ValidationError) -> str:
     """`path:line: field: problem`, one line, for the first value of the YAML file `path`
     that failed validation (and how many more did)."""
     err = exc.errors()[0]
-    line = line_of(path, err["loc"])
+    line = _line_of(path, err["loc"])
     field = ".".join(map(str, err["loc"])) or "the whole file"
     more = exc.error_count() - 1
     return f"{path}{f':{line}' if line else ''}: {field}: {' '.join(err['msg'].split())}" + (
