@@ -50,9 +50,11 @@ ACCEPTABLE = 0.5
 L2 = 1.0
 THRESHOLDS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)
 # Verbs of a sentence that states what the paper does ("we propose", "this paper studies").
-_OWN_WORK = T._wordset(
-    """propose proposes introduce introduces present presents develop develops design designs
-    devise devises study studies investigate investigates address addresses tackle tackles"""
+_OWN_WORK = frozenset(
+    str.split(
+        """propose proposes introduce introduces present presents develop develops design designs
+        devise devises study studies investigate investigates address addresses tackle tackles"""
+    )
 )
 FEATURES = [
     "score",

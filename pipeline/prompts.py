@@ -1,16 +1,18 @@
-"""Prompt templates: small YAML files in prompts/, validated, rendered and hashed by content."""
+"""Prompt templates and data files: small YAML files in prompts/, validated, rendered and
+hashed by content."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypeVar, cast
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from pipeline import yamltext
 from pipeline.errors import ConfigError
@@ -75,3 +77,68 @@ def load_template(prompts_dir: Path, name: str) -> PromptTemplate:
         return PromptTemplate.model_validate(data)
     except (OSError, yaml.YAMLError, ValidationError) as exc:
         raise ConfigError(f"cannot load prompt template {path}: {exc}") from exc
+
+
+# Data files -------------------------------------------------------------------------------
+# The word lists and rule tables of the heuristics (prompts/offline/) and of the grounding
+# checks: package data read once per process, never a user's prompts_dir (the code that
+# reads them ships with them, and the cache keys hash them with it).
+
+
+class DataFile(BaseModel):
+    """Base of the data files' models: an unknown key is an error, a loaded file read-only."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _split_words(value: Any) -> Any:
+    """A whitespace-separated string as its words, none twice (anything else: as it is)."""
+    if not isinstance(value, str):
+        return value
+    words = value.split()
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for word in words:
+        (twice if word in seen else seen).add(word)
+    if twice:
+        raise ValueError(f"listed twice: {', '.join(sorted(twice))}")
+    return words
+
+
+# "a an the": a set of words, or a sequence where order matters ("instead of").
+WordSet = Annotated[frozenset[str], BeforeValidator(_split_words)]
+Words = Annotated[tuple[str, ...], BeforeValidator(_split_words)]
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def load_data(name: str, model: type[_Model]) -> _Model:
+    """prompts/<name> of the package, validated by `model` (read once per process); a
+    ConfigError names the file when it cannot be read or does not validate."""
+    return cast(_Model, _load_data(name, model))
+
+
+@functools.cache
+def _load_data(name: str, model: type[BaseModel]) -> BaseModel:
+    path = PACKAGE_PROMPTS_DIR / name
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506
+        return model.model_validate(data)
+    except (OSError, yaml.YAMLError, ValidationError) as exc:
+        raise ConfigError(f"cannot load data file {path}: {exc}") from exc
+
+
+class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """The safe loader (libyaml's when built with it), a key written twice in one mapping an
+    error: PyYAML would keep the last silently (a second `efficiency:` in a long table)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[str] = set()
+        for key, _value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                if key.value in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key.value!r} written twice", key.start_mark
+                    )
+                seen.add(key.value)
+        return cast(dict[Any, Any], super().construct_mapping(node, deep=deep))

@@ -11,21 +11,33 @@ from pathlib import Path
 import pipeline.offline
 from pipeline.backends import Completion
 from pipeline.errors import BackendError
+from pipeline.prompts import PACKAGE_PROMPTS_DIR
 from pipeline.stages import Stage
 from pipeline.taxonomy import Taxonomy
 
 log = logging.getLogger(__name__)
 
 
+# The heuristics' word lists and rule tables (YAML), beside the prompts they never enter.
+DATA_DIR = PACKAGE_PROMPTS_DIR / "offline"
+
+
 @cache
 def heuristics_version() -> str:
-    """Content hash of the extractor code and model files: it enters the model name, so the
-    cache key and the provenance change whenever the heuristics do (a stale cached output is
-    never served)."""
+    """Content hash of the extractor code, model files and data files: it enters the model
+    name, so the cache key and the provenance change whenever the heuristics do (a stale
+    cached output is never served)."""
+    return heuristics_digest(Path(pipeline.offline.__file__).parent, DATA_DIR)
+
+
+def heuristics_digest(code_dir: Path, data_dir: Path) -> str:
+    """8 hex digits of sha256 over the .py and .json files of `code_dir` and every file of
+    `data_dir`, names and contents, in name order."""
     digest = hashlib.sha256()
-    root = Path(pipeline.offline.__file__).parent
-    for path in sorted(p for p in root.iterdir() if p.is_file() and p.suffix in {".py", ".json"}):
-        digest.update(path.name.encode())
+    code = sorted(p for p in code_dir.iterdir() if p.is_file() and p.suffix in {".py", ".json"})
+    data = sorted(p for p in data_dir.iterdir() if p.is_file())
+    for name, path in [(p.name, p) for p in code] + [(f"data/{p.name}", p) for p in data]:
+        digest.update(name.encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:8]
 
@@ -40,6 +52,7 @@ class OfflineBackend:
     def __init__(self, taxonomy: Taxonomy) -> None:
         self.taxonomy = taxonomy
         self.model = f"offline-heuristics-{heuristics_version()}"
+        _load_heuristics()
 
     async def complete(self, stage: Stage, abstract: str, messages: list[dict]) -> Completion:
         """Run the stage's heuristic on the abstract and serialize it like a model answer.
@@ -58,3 +71,11 @@ class OfflineBackend:
 
     async def aclose(self) -> None:
         """Nothing to release."""
+
+
+def _load_heuristics() -> None:
+    """Import the extractors, which read their data files: a bad file stops the run here with
+    a ConfigError naming it, not every abstract with a backend failure."""
+    import pipeline.offline.claims
+    import pipeline.offline.tags
+    import pipeline.offline.tldr  # noqa: F401
