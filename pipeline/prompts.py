@@ -113,14 +113,18 @@ _Model = TypeVar("_Model", bound=BaseModel)
 
 
 def load_data(name: str, model: type[_Model]) -> _Model:
-    """prompts/<name> of the package, validated by `model` (read once per process); a
-    ConfigError names the file when it cannot be read or does not validate."""
+    """prompts/<name> of the package, validated by `model` (read once per process)."""
     return cast(_Model, _load_data(name, model))
 
 
 @functools.cache
 def _load_data(name: str, model: type[BaseModel]) -> BaseModel:
-    path = PACKAGE_PROMPTS_DIR / name
+    return read_data_file(PACKAGE_PROMPTS_DIR / name, model)
+
+
+def read_data_file(path: Path, model: type[_Model]) -> _Model:
+    """A YAML data file validated by `model`; a ConfigError names the file when it cannot be
+    read, is no YAML, writes a key twice or does not validate."""
     try:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506
         return model.model_validate(data)

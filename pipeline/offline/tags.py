@@ -920,8 +920,8 @@ def _name_keywords(
 
 
 _JOINERS = frozenset({"-", "'", "’"})  # separators inside a compound: pre-activations
-# Words that do not start, end or sit inside a salient noun phrase; words that may follow its
-# last word (any other word right after it continues the phrase: "few shot link [prediction]").
+# Words that do not start, end or sit inside a salient noun phrase, and words that may follow
+# its last word (any other word right after it continues it: "few shot link [prediction]").
 _NOT_CONTENT = _STOP | WORDS.not_content
 _VERBS = WORDS.verbs
 _AFTER_PHRASE = _STOP | _VERBS | WORDS.after_phrase
