@@ -117,6 +117,28 @@ print(json.dumps(read))
     assert read <= digested
 
 
+def test_a_broken_data_file_stops_an_offline_run_naming_it(tmp_path):
+    """The claims extractor reads its words on the first abstract: the run stops there (exit
+    2), not with one backend failure per abstract."""
+    script = """
+import shutil, sys
+from pathlib import Path
+import pipeline.prompts as prompts
+tmp = Path(sys.argv[1])
+shutil.copytree(prompts.PACKAGE_PROMPTS_DIR, tmp / "prompts")
+(tmp / "prompts" / "offline" / "claim_words.yaml").write_text("verbish: [better\\n")
+prompts.PACKAGE_PROMPTS_DIR = tmp / "prompts"  # where the data files are read from
+from pipeline.cli import main
+main(["run", sys.argv[2], "--provider", "offline", "--out", str(tmp / "run"),
+      "--cache-dir", str(tmp / "cache"), "--no-progress"])
+"""
+    samples = Path(__file__).resolve().parents[1] / "examples" / "iclr2026"
+    cmd = [sys.executable, "-c", script, str(tmp_path), str(samples)]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "cannot load data file" in done.stderr and "claim_words.yaml" in done.stderr
+
+
 def _write(tmp_path: Path, name: str, text: str) -> Path:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pipeline.offline
 from pipeline.backends import Completion
-from pipeline.errors import BackendError
+from pipeline.errors import BackendError, ConfigError
 from pipeline.prompts import PACKAGE_PROMPTS_DIR
 from pipeline.stages import Stage
 from pipeline.taxonomy import Taxonomy
@@ -52,15 +52,17 @@ class OfflineBackend:
     def __init__(self, taxonomy: Taxonomy) -> None:
         self.taxonomy = taxonomy
         self.model = f"offline-heuristics-{heuristics_version()}"
-        _load_heuristics()
 
     async def complete(self, stage: Stage, abstract: str, messages: list[dict]) -> Completion:
         """Run the stage's heuristic on the abstract and serialize it like a model answer.
 
         A heuristic that raises on some odd input fails that (abstract, stage) as a
-        `backend` record, like any backend failure: it never stops the run."""
+        `backend` record, like any backend failure: it never stops the run. A data file of the
+        heuristics that does not load does (a ConfigError naming it)."""
         try:
             data = stage.spec.offline(abstract, self.taxonomy)
+        except ConfigError:
+            raise  # a data file of the heuristics does not load: no abstract would do better
         except Exception as exc:  # a bug in a heuristic, met by one abstract
             log.warning("offline %s extractor failed on one abstract: %r", stage.name, exc)
             raise BackendError(
@@ -71,11 +73,3 @@ class OfflineBackend:
 
     async def aclose(self) -> None:
         """Nothing to release."""
-
-
-def _load_heuristics() -> None:
-    """Import the extractors, which read their data files: a bad file stops the run here with
-    a ConfigError naming it, not every abstract with a backend failure."""
-    import pipeline.offline.claims
-    import pipeline.offline.tags
-    import pipeline.offline.tldr  # noqa: F401
