@@ -688,10 +688,9 @@ def _words(spec: str) -> frozenset[str]:
     return frozenset(spec.split("|"))
 
 
-# prompts/offline/contribution_cues.yaml: (tag id, slots, weight) of consecutive lowercase
-# tokens, each in its slot ('a|b' = a or b); (tag id, trigger words, target words, window,
-# weight): a target within `window` tokens after a trigger; (tag id, substrings of the raw
-# text, weight) for Chinese abstracts.
+# The cues of prompts/offline/contribution_cues.yaml as tuples: (tag id, slots, weight), each
+# slot ('a|b' = a or b) one lowercase token of a run; (tag id, trigger words, target words,
+# window, weight); (tag id, substrings of the raw text, weight) for Chinese abstracts.
 _SEQ_CUES = [(c.tag, c.words, c.weight) for c in CUES.sequence]
 _WINDOW_CUES = [(c.tag, c.triggers, c.targets, c.window, c.weight) for c in CUES.window]
 _CJK_CUES = [(c.tag, c.substrings, c.weight) for c in CUES.cjk]
