@@ -1,4 +1,5 @@
-"""Prompt templates: small YAML files in prompts/, validated, rendered and hashed by content."""
+"""Prompt templates and data files: small YAML files in prompts/, validated, rendered and
+hashed by content."""
 
 from __future__ import annotations
 
