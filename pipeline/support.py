@@ -68,6 +68,8 @@ ABBREVIATIONS = WORDS.abbreviations
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+")
 _LIST_SEPARATORS = re.compile(r"\s*(?:[,;/&]|\band\b|\bor\b|\bvs\.?|\bversus\b)\s*", re.I)
 _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹₀₁₂₃₄₅₆₇₈₉", "01234567890123456789")
+# A raised dot between digits is a decimal point in print ("99·9%" is 99.9%).
+_DECIMAL_DOT = re.compile(r"(?<=\d)[\u00b7\u2219\u22c5](?=\d)")
 _GLUED_DIGITS = re.compile(r"(?<=[^\W\d_])\d+(?:[.,]\d+)*|\d+(?:[.,]\d+)*(?=[^\W\d_])")
 _MARKUP = re.compile(r"[\\$*_{}^`]")  # TeX or Markdown that spans.fold reads through
 _NAME_TOKEN = re.compile(r"[^\s,;:()\[\]{}\"“”‘’]+")
@@ -324,7 +326,7 @@ def _compound_supported(parts: list[str], index: AbstractIndex) -> bool:
 def foreign_numbers(text: str, allowed: frozenset[str] | set[str]) -> list[str]:
     """Numbers written in `text` (superscript and full-width digits folded, digits glued to a
     word included) that are not in `allowed`, in order, each once."""
-    folded = unicodedata.normalize("NFKC", text.translate(_SUPERSCRIPTS))
+    folded = _DECIMAL_DOT.sub(".", unicodedata.normalize("NFKC", text.translate(_SUPERSCRIPTS)))
     found = [m.group(0).replace(",", "") for m in NUMBER_RE.finditer(folded)]
     found += [m.group(0).replace(",", "") for m in _GLUED_DIGITS.finditer(folded)]
     out: list[str] = []
@@ -346,7 +348,9 @@ def numbers_and_names(text: str) -> tuple[list[str], list[str]]:
     word ("CIFAR-10", "ResNet50", "GPT-4", "x50") belongs to a name, and the word is
     returned whole; every other number ("35.2%", "3.28x", "10k") is a quantity."""
     folded = (
-        text if text.isascii() else unicodedata.normalize("NFKC", text.translate(_SUPERSCRIPTS))
+        text
+        if text.isascii()
+        else _DECIMAL_DOT.sub(".", unicodedata.normalize("NFKC", text.translate(_SUPERSCRIPTS)))
     )
     quantities: list[str] = []
     names: list[str] = []
