@@ -14,7 +14,8 @@ from typing import IO, Any
 
 import click
 
-from pipeline.errors import InputError
+from pipeline.atomicfile import atomic_open
+from pipeline.errors import InputError, StorageError
 from pipeline.prompts import PACKAGE_PROMPTS_DIR
 from pipeline.rundir import RunReader
 from pipeline.taxonomy import Taxonomy, load_taxonomy
@@ -133,14 +134,12 @@ def output_stream(out: Path | None):
         yield sys.stdout
         sys.stdout.flush()
         return
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
-        with tmp.open("w", encoding="utf-8", newline="") as fh:
-            yield fh
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError.from_os_error(out, exc) from exc
+    with atomic_open(out) as fh:
+        yield fh
 
 
 def write_chunks(fh: IO[str], chunks: Iterable[str]) -> None:
