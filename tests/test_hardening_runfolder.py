@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -24,7 +25,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from endpoint import DigestAt
-from samples import FAKE_KEY, SHORT_ABSTRACT, SHORT_ABSTRACT_2
+from samples import FAKE_KEY, SHORT_ABSTRACT, SHORT_ABSTRACT_2, TAXONOMY_PATH
 
 from pipeline.atomicfile import temp_name
 from pipeline.cache import StageCache
@@ -34,11 +35,14 @@ from pipeline.config import Settings
 from pipeline.errors import StorageError
 from pipeline.job import claimed_run_dir, new_run_dir
 from pipeline.report import reviewers
-from pipeline.report.cards import CARDS_PREFIX, card_code_id
-from pipeline.rundir import RunReader, RunWriter
+from pipeline.report.cards import CARDS_PREFIX, CardStore, card_code_id, card_of
+from pipeline.report.html import HtmlPageWriter, render_html
+from pipeline.rundir import Paper, RunReader, RunWriter
 from pipeline.rundir.writer import LOCK
+from pipeline.taxonomy import load_taxonomy
 from pipeline.testing.answers import offline_answer_fn
 from pipeline.testing.openai_server import OpenAIServer, ServerConfig
+from pipeline.triage import DEFAULT_FORUM_URL
 
 THIRD = "We train agents with reinforcement learning. They win 7 of 10 games."
 PLANT = "</script><meta http-equiv=refresh content=0;url=https://evil.invalid/>"
@@ -309,3 +313,41 @@ def test_a_run_with_an_answer_but_no_record_yet_keeps_its_folder(tmp_path):
     counts = manifest["counts"]
     assert manifest["status"] == "fatal" and counts["records_written"] == 0
     assert sum(s["ok"] for s in counts["stages"].values()) == 1
+
+
+# --- 13: a forged report card -------------------------------------------------------------
+
+
+def test_a_forged_card_with_a_valid_seal_is_never_spliced_raw(tmp_path, inputs):
+    cache = tmp_path / "cache"
+    assert digest(inputs, "--out", tmp_path / "a", "--cache-dir", cache).exit_code == 0
+    taxonomy = load_taxonomy(TAXONOMY_PATH)
+    store = CardStore.open(cache, taxonomy, DEFAULT_FORUM_URL)
+    assert store is not None
+    lines = (tmp_path / "a" / "summaries.jsonl").read_bytes().splitlines()
+    for line, record in zip(lines, RunReader(tmp_path / "a").records(), strict=True):
+        card = card_of(Paper.from_record(record), taxonomy, DEFAULT_FORUM_URL)
+        forged = card._replace(json=card.json[:-1] + f',"x":"{PLANT}"}}')
+        store.put(store.key(line), forged, record.abstract)  # sealed like a real card
+    store.close()
+    assert PLANT in next(cache.glob(f"{CARDS_PREFIX}*.jsonl")).read_text("utf-8")
+    assert digest(inputs, "--out", tmp_path / "b", "--cache-dir", cache).exit_code == 0
+    page = (tmp_path / "b" / "report.html").read_text(encoding="utf-8")
+    assert "evil.invalid" not in page  # the forged card was a miss, rebuilt from its record
+    assert page.count("</script>") == 2  # the data and the page's script: no third
+
+
+def test_a_card_is_escaped_where_it_is_spliced(tmp_path, inputs):
+    assert digest(inputs, "--out", tmp_path / "a", "--cache-dir", tmp_path / "cache").exit_code == 0
+    (paper, *_) = RunReader(tmp_path / "a").papers()
+    genuine = card_of(paper, None, DEFAULT_FORUM_URL)
+    forged = genuine._replace(json=genuine.json[:-1] + f',"x":"{PLANT}"}}')
+    buf = io.StringIO()
+    writer = HtmlPageWriter(buf, None, title="t")
+    writer.add_card(forged)
+    writer.finish()
+    page = buf.getvalue()
+    assert "<meta http-equiv=refresh" not in page
+    assert page.count("</script>") == render_html([paper], None).count("</script>") == 2
+    data = page.split('id="digest-data">', 1)[1].split("</script>", 1)[0]
+    assert json.loads(data)["papers"][0]["x"] == PLANT  # the same value, escaped as JSON

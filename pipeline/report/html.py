@@ -29,7 +29,7 @@ from typing import IO
 
 from pipeline.atomicfile import open_temp, temp_name
 from pipeline.errors import StorageError
-from pipeline.report.cards import Card, CardStore, card_of, script_json
+from pipeline.report.cards import Card, CardStore, card_of, script_json, script_safe
 from pipeline.report.protocol import CSV_HEADER, ROW_FIELDS, FacetCounter, SortOrders
 from pipeline.rundir import Manifest, Paper, RunReader, SummaryRecord
 from pipeline.rundir.writer import remove_stale_tmp
@@ -122,7 +122,8 @@ class HtmlPageWriter:
         )
         self._metrics.add(card.metrics, card.metric_labels)
         self._datasets.add(card.datasets, card.dataset_labels)
-        self._batch.append(card.json)
+        # Escaped again where it is spliced: a card from the store may be forged (cards.py).
+        self._batch.append(script_safe(card.json))
         if len(self._batch) >= _BATCH:
             self._flush()
         self.n += 1
