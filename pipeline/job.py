@@ -2,8 +2,9 @@
 
 The flow is one-way: the CLI ingests, `run_job` runs the stages and writes the run folder
 (and feeds every record to the sinks the caller gives, e.g. the HTML report), the CLI
-reports. The manifest is written when the run starts (status "running") and again when it
-ends, whatever the ending, so a folder always says whether it is complete.
+reports. The manifest is written with the folder's first files (status "running") and
+again when the run ends, whatever the ending, so a folder always says whether it is
+complete. A run that got no answer at all (refused at the start) writes no folder.
 """
 
 from __future__ import annotations
@@ -293,7 +294,7 @@ def _close_run(run: _Run, manifest: Manifest, *, quiet: bool) -> None:
 def _keep_answers(run: _Run) -> None:
     """A run that got any answer (asked or cached) keeps its folder, even before its first
     record; one that got none (refused at the start) writes none."""
-    if any(s.ok or s.cache_hits for s in run.stats.stages.values()):
+    if run.stats.answered:
         run.writer.make_files()
 
 
