@@ -34,8 +34,11 @@ MAX_ALIAS_VALUES = 100_000  # values aliases may repeat in one document, all ali
 class _Loader(_Base):
     """The safe loader, refusing duplicate keys and alias bombs."""
 
+    may_alias = True  # False when the text has no "*": no alias, nothing to walk
+
     def construct_document(self, node: Node) -> Any:
-        _check_aliases(node)
+        if self.may_alias:
+            _check_aliases(node)
         return super().construct_document(node)
 
     def construct_mapping(self, node: Node, deep: bool = False) -> Any:
@@ -104,6 +107,7 @@ def safe_load(text: str) -> Any:
     """`yaml.safe_load` on libyaml when available, refusing duplicate keys and alias bombs
     (a `yaml.YAMLError` like any other parse error)."""
     loader = _Loader(text)
+    loader.may_alias = not isinstance(text, str) or "*" in text
     try:
         return loader.get_single_data()
     except RecursionError as exc:
