@@ -9,6 +9,7 @@ the cache keys (heuristics_version, validator_id) hash them with it.
 from __future__ import annotations
 
 import functools
+from importlib.resources import files
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, cast
 
@@ -64,3 +65,14 @@ def read_data_file(path: Path, model: type[_Model]) -> _Model:
         return model.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"cannot load data file {yamltext.invalid_value(path, exc)}") from exc
+
+
+@functools.cache
+def common_words() -> frozenset[str]:
+    """Words too common in ML abstracts to be expertise or tag support on their own
+    (pipeline/assign/common_words.txt, made by bench/common_words.py)."""
+    # Read through the `pipeline` package: files("pipeline.assign") would import the
+    # assignment package (numpy, scipy, OR-Tools) into every run, ~300 ms.
+    path = files("pipeline").joinpath("assign", "common_words.txt")
+    text = path.read_text(encoding="utf-8")
+    return frozenset(w for w in text.split("\n") if w and not w.startswith("#"))

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any
 
-from pipeline.datafiles import DataFile, Words, WordSet, load_data
+from pipeline.datafiles import DataFile, Words, WordSet, common_words, load_data
 from pipeline.folding import GREEK as _GREEK
 from pipeline.folding import SYMBOLS as _SYMBOLS
 from pipeline.taxonomy import Taxonomy
@@ -770,8 +770,6 @@ def _vocabulary(taxonomy: Taxonomy) -> dict[str, frozenset[str]]:
 def _common_lemmas() -> frozenset[str]:
     """Lemmas of the words found in more than 2% of ML abstracts (pipeline/assign/
     common_words.txt): one of them alone says nothing about a paper's topic."""
-    from pipeline.assign.affinity import common_words
-
     return frozenset(lemma(w) for w in common_words())
 
 

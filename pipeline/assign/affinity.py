@@ -37,12 +37,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property
-from importlib.resources import files
 
 import numpy as np
 from scipy import sparse
 
 from pipeline.assign.reviewers import Reviewer
+from pipeline.datafiles import common_words
 from pipeline.rundir import Paper
 from pipeline.text import normalize_ws
 
@@ -89,13 +89,6 @@ def _stop_words() -> frozenset[str]:
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
     return frozenset(ENGLISH_STOP_WORDS)
-
-
-@cache
-def common_words() -> frozenset[str]:
-    """Words too common in ML abstracts to be expertise on their own (common_words.txt)."""
-    text = files("pipeline.assign").joinpath("common_words.txt").read_text(encoding="utf-8")
-    return frozenset(w for w in text.split("\n") if w and not w.startswith("#"))
 
 
 def keyword_counts(keyword: str) -> bool:

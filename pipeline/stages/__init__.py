@@ -122,7 +122,7 @@ _VALIDATION_MODULES = (
 )
 # Data the validating code reads: (package, resource path).
 _VALIDATION_DATA = (
-    ("pipeline.assign", "common_words.txt"),  # words too common to support a tag
+    ("pipeline", "assign/common_words.txt"),  # words too common to support a tag
     ("pipeline.prompt_files", "grounding.yaml"),
     ("pipeline.prompt_files", "alignment.yaml"),
     ("pipeline.prompt_files", "offline/tag_rules.yaml"),
