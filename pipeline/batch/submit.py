@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.backends import check_openai_settings
 from pipeline.batch import MAX_BYTES, MAX_REQUESTS
 from pipeline.batch.api import BatchAPI
 from pipeline.batch.requests import Pairs, PartWriter, request_lines
@@ -79,6 +80,7 @@ def submit(
             "batch mode needs the openai provider: set OPENAI_API_KEY (and --base-url for "
             "another endpoint), or --provider openai"
         )
+    check_openai_settings(settings)  # no key for api.openai.com: before any folder or link
     limits = limits or Limits()
     previous = _resumable(settings, paths, follow_symlinks)
     if previous is not None:
