@@ -303,6 +303,17 @@ def test_line_separators_inside_abstracts_and_answers_are_data(servers, tmp_path
     assert summaries(folder) == summaries(reference)
 
 
+def test_the_testing_helpers_split_jsonl_on_newlines_only(tmp_path):
+    from pipeline.testing import realistic, small_models
+
+    record = {"id": "p1", "abstract": f"one{SEPARATORS[0]}two{SEPARATORS[1]}three{SEPARATORS[2]}"}
+    (tmp_path / "summaries.jsonl").write_text(
+        json.dumps(record, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    for module in (realistic, small_models):
+        assert list(module._records(tmp_path)) == [record]
+
+
 # --- 5. unknown and duplicate custom_ids ---------------------------------------------------------
 
 
