@@ -81,6 +81,7 @@ from __future__ import annotations
 import dataclasses
 import email.message
 import hashlib
+import itertools
 import json
 import threading
 import time
@@ -821,9 +822,10 @@ class BatchAPI:
         for kind, chosen in split.items():
             if not chosen and not (kind == "output" and extra):
                 continue
-            lines_out = [self._raw_line(r) for r in chosen]
-            if kind == "output":
-                lines_out += [line + b"\n" for line in extra]
+            more = extra if kind == "output" else ()
+            lines_out = itertools.chain(
+                map(self._raw_line, chosen), (line + b"\n" for line in more)
+            )  # one line at a time: a spooled file is never held whole
             name = f"batch_{batch.id}_{kind}.jsonl"
             data: bytes | Path
             if self.config.spool_dir is not None:
@@ -913,6 +915,10 @@ def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--batch-expire-after", type=int, help="answer at most N lines, then expire")
     g.add_argument("--batch-in-order", action="store_true", help="output lines in input order")
     g.add_argument("--batch-line-error", action="append", default=[], metavar="CUSTOM_ID=STATUS")
+    g.add_argument(
+        "--batch-pad-output", type=int, default=0, metavar="BYTES", help="logprobs per 200 line"
+    )
+    g.add_argument("--batch-spool-dir", type=Path, help="write output files here, send from disk")
 
 
 def config_from_args(args: argparse.Namespace) -> BatchConfig:
@@ -928,4 +934,6 @@ def config_from_args(args: argparse.Namespace) -> BatchConfig:
         expire_after_lines=args.batch_expire_after,
         line_errors=line_errors,
         shuffle=not args.batch_in_order,
+        pad_output_bytes=args.batch_pad_output,
+        spool_dir=args.batch_spool_dir,
     )
