@@ -480,6 +480,15 @@ def test_submit_without_a_key_creates_nothing(corpus, tmp_path, monkeypatch):
     assert not (tmp_path / "outputs").exists()
 
 
+def test_a_submit_stopped_by_its_inputs_leaves_no_empty_batch_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n", encoding="utf-8")
+    out = digest("batch", "submit", bad, "--base-url", "http://127.0.0.1:9/v1", code=2).output
+    assert "bad.jsonl:1: invalid JSON" in out
+    assert list((tmp_path / "outputs").iterdir()) == []
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_stops_collect_with_130_and_the_folder_resumes(servers, corpus, tmp_path, signum):
     server = servers(batch=BatchConfig(polls_per_status=10**9))

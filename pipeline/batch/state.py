@@ -9,7 +9,6 @@ file: a batch's results are saved under the name of its own request file.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -18,11 +17,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pipeline import __version__
+from pipeline import __version__, folderlock
 from pipeline.atomicfile import write_text
 from pipeline.batch.server import ServerBatch, ServerId, Status
 from pipeline.config import ENV_API_KEY, Settings, public_url
-from pipeline.errors import ConfigError, InputError, StorageError
+from pipeline.errors import ConfigError, InputError
 
 STATE = "batch.json"
 REQUESTS_DIR = "requests"
@@ -255,17 +254,6 @@ def save_state(folder: Path, state: BatchState) -> None:
 @contextlib.contextmanager
 def locked(folder: Path) -> Iterator[None]:
     """Hold the folder's lock, so two commands never change one batch folder at once."""
-    try:
-        fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise StorageError.from_os_error(folder / LOCK, exc) from exc
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise InputError(
-                f"another digest command is working on {folder}; wait for it to end"
-            ) from None
+    busy = InputError(f"another digest command is working on {folder}; wait for it to end")
+    with folderlock.locked(folder / LOCK, busy):
         yield
-    finally:
-        os.close(fd)
