@@ -4,9 +4,10 @@
     python -m bench.batch_mode -n 500 --max-requests 400 --fault schema=0.1 --expire-after 300
 
 Each step runs as its own `digest` process (wall and CPU seconds, peak RSS via wait4):
-`batch submit`, `batch collect --wait --poll-interval 0`, a second `batch collect` (must
-send nothing), and for comparison `digest run` of the same inputs from an empty cache
-against the same server. The server's chat-completions count per step shows what went
+`batch submit`, `batch collect` once the batches have ended (the benchmark retrieves them
+until they end: a `collect --wait` would sleep between polls), a second `batch collect`
+(must send nothing), and for comparison `digest run` of the same inputs from an empty
+cache against the same server. The server's chat-completions count per step shows what went
 synchronously (re-asks of invalid lines, expired requests). The summaries of the batch
 folder and of the synchronous run are compared with provenance left out.
 """
@@ -23,6 +24,7 @@ from bench.common import (
     Server,
     bench_dir,
     digest_cmd,
+    finish_batches,
     machine_note,
     md_table,
     run_child,
@@ -66,13 +68,14 @@ def main(argv: list[str] | None = None) -> int:
             ("batch submit", ["batch", "submit", inputs, "--out", work / "batch",
                               "--cache-dir", work / "cache", "--max-requests",
                               args.max_requests, *common]),
-            ("batch collect --wait", ["batch", "collect", work / "batch", "--wait",
-                                      "--poll-interval", "0", "--no-progress"]),
+            ("batch collect", ["batch", "collect", work / "batch", "--no-progress"]),
             ("batch collect (again)", ["batch", "collect", work / "batch", "--no-progress"]),
             ("run (synchronous)", ["run", inputs, "--out", work / "sync",
                                    "--cache-dir", work / "sync-cache", *common]),
         ]  # fmt: skip
         for name, step in steps:
+            if name == "batch collect":
+                finish_batches(server.base_url, work / "batch", KEY)
             before = server.stats()
             result = run_child(digest_cmd(*step))
             after = server.stats()

@@ -135,6 +135,31 @@ class Server:
             self.proc.wait()
 
 
+def finish_batches(base_url: str, folder: Path, api_key: str) -> int:
+    """Retrieve the batches of a batch folder until each has ended (the local server moves a
+    batch on at each retrieve), so that a measured `digest batch collect` only collects;
+    how many retrieves it took. Plain HTTP: a benchmark's own memory stays small (a child
+    starts with its parent's peak RSS as its own, see `bench.batch_memory`)."""
+    import urllib.request
+
+    state = json.loads((folder / "batch.json").read_text(encoding="utf-8"))
+    retrieves = 0
+    for part in state["parts"]:
+        status = None
+        while status not in _ENDED:
+            request = urllib.request.Request(
+                f"{base_url}/batches/{part['batch_id']}",
+                headers={"Authorization": f"Bearer {api_key}"},
+            )
+            with urllib.request.urlopen(request, timeout=3600) as resp:
+                status = json.loads(resp.read())["status"]
+            retrieves += 1
+    return retrieves
+
+
+_ENDED = ("completed", "failed", "expired", "cancelled")
+
+
 # --- measuring ------------------------------------------------------------------------------
 
 

@@ -132,3 +132,10 @@ class RunInterrupted(PipelineError):
     """The run was stopped by a signal; finished work is flushed and can be resumed."""
 
     exit_code = 130
+
+
+class WaitTimedOut(PipelineError):
+    """Waiting (`digest batch collect --wait`) reached its timeout with work still pending;
+    nothing is lost and a later command goes on (75: EX_TEMPFAIL, try again later)."""
+
+    exit_code = 75

@@ -3,28 +3,41 @@
 against a server with the same configuration: the summaries must be the same, whatever the
 batches did (out-of-order lines, error lines, expiry, invalid answers, a failed batch, a crash).
 
-Batches advance one status per retrieve, so `collect --wait --poll-interval 0` ends after a
-few polls and nothing here depends on timing.
+Batches advance one status per retrieve, and `collect --wait` sleeps on a fake clock, so it
+ends after a few polls and nothing here depends on timing.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from endpoint import endpoint_args
+from batchkit import (
+    FAKE_KEY,
+    FakeClock,
+    batch_stats,
+    collect,
+    common,
+    custom_ids,
+    digest,
+    errors,
+    outputs,
+    read_jsonl,
+    set_batch,
+    submit,
+    summaries,
+    sync_run,
+)
 from hostile import check_run, hostile_answer_fn
 from synthetic import write_abstracts
 
 from pipeline.backends.openai_backend import OpenAIBackend
+from pipeline.batch import waiting
 from pipeline.batch.api import BatchAPI
 from pipeline.batch.state import load_state
-from pipeline.cli import main
 from pipeline.engine.stage_runner import StageRunner
 from pipeline.errors import StorageError
 from pipeline.testing.answers import offline_answer_fn
@@ -33,7 +46,6 @@ from pipeline.testing.openai_server import OpenAIServer, ServerConfig
 
 pytestmark = pytest.mark.block_network(allowed_hosts=[r"127\.0\.0\.1$"])
 
-FAKE_KEY = "sk-test-batch-000000000000000000000000"
 N_ABSTRACTS = 8
 STAGES = ("tldr", "tags", "claims")
 PAIRS = N_ABSTRACTS * len(STAGES)
@@ -55,6 +67,7 @@ def env(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(OpenAIBackend, "backoff_base_s", 0.01)
     monkeypatch.setattr(OpenAIBackend, "backoff_jitter_s", 0.01)
+    monkeypatch.setattr(waiting, "CLOCK", FakeClock())
 
 
 @pytest.fixture(scope="module")
@@ -77,72 +90,6 @@ def servers():
     yield make
     for server in started:
         server.stop()
-
-
-def digest(*args: object, code: int | None = 0):
-    result = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
-    if code is not None:
-        assert result.exit_code == code, result.output
-    return result
-
-
-def common(server: OpenAIServer, cache: Path, url: str | None = None) -> list[object]:
-    config = cache.parent / "config.yaml"  # a price, so that collect shows the cost
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text("prices:\n  bench-model: {input: 1.0, output: 4.0}\n")
-    return [*endpoint_args(url or server.base_url), "--cache-dir", cache, "--no-progress",
-            "--config", config]  # fmt: skip
-
-
-def submit(server, corpus, folder: Path, *extra, code: int | None = 0):
-    return digest("batch", "submit", corpus, "--out", folder,
-                  *common(server, folder.parent / "cache"), *extra, code=code)  # fmt: skip
-
-
-def collect(folder: Path, *extra, code: int | None = 0):
-    return digest("batch", "collect", folder, "--wait", "--poll-interval", 0, "--no-progress",
-                  *extra, code=code)  # fmt: skip
-
-
-def sync_run(servers, corpus, tmp_path: Path, **config) -> Path:
-    """`digest run` of the corpus against a fresh server with the same configuration."""
-    server = servers(**config)
-    out = tmp_path / "sync"
-    digest("run", corpus, "--out", out, *common(server, tmp_path / "sync-cache"), code=None)
-    return out
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-
-def summaries(run_dir: Path) -> list[dict]:
-    """summaries.jsonl without provenance (timing, cache flags, batch ids)."""
-    rows = read_jsonl(run_dir / "summaries.jsonl")
-    for row in rows:
-        for stage in row["stages"].values():
-            stage.pop("provenance", None)
-    return rows
-
-
-def errors(run_dir: Path) -> list[dict]:
-    return sorted(
-        (read_jsonl(run_dir / "errors.jsonl")), key=lambda e: (e["id"], e["stage"], e["kind"])
-    )
-
-
-def batch_stats(server: OpenAIServer) -> dict:
-    return server.stats()["batch"]
-
-
-def outputs(folder: Path) -> dict[str, bytes]:
-    """Every file of a batch folder (and its cache), by relative path."""
-    files = {}
-    for root in (folder, folder.parent / "cache"):
-        for path in sorted(root.rglob("*")):
-            if path.is_file() and not path.name.startswith("."):
-                files[str(path.relative_to(folder.parent))] = path.read_bytes()
-    return files
 
 
 # --- the happy path ---------------------------------------------------------------------
@@ -191,7 +138,7 @@ def test_submit_collect_equals_a_synchronous_run(servers, corpus, tmp_path):
     # the API answers out of order; the run folder keeps input order all the same
     (part,) = load_state(folder).parts
     assert part.status == "completed" and part.downloaded
-    assert part.result_files() == [f"results/{part.batch_id}-output.jsonl"]
+    assert part.result_files() == ["results/part-0001-output.jsonl"]  # never a server id
     answered = [r["custom_id"] for r in read_jsonl(folder / part.result_files()[0])]
     assert sorted(answered) == sorted(line["custom_id"] for line in lines)
     assert answered != [line["custom_id"] for line in lines]
@@ -199,18 +146,6 @@ def test_submit_collect_equals_a_synchronous_run(servers, corpus, tmp_path):
     assert tokens.batch_in > 0 and tokens.batch_out > 0 and tokens.sync_in == 0
     cost = (tokens.batch_in * 1.0 + tokens.batch_out * 4.0) / 1e6 * 0.5
     assert f"estimated cost ${cost:.4f} ($" in collected and "at the Batch price" in collected
-
-
-def set_batch(server: OpenAIServer, **changes) -> None:
-    """Change the server's batch behaviour after submit (custom_ids are known only then)."""
-    api = server._batch_api
-    api.config = dataclasses.replace(api.config, **changes)
-
-
-def custom_ids(folder: Path) -> list[str]:
-    return [
-        line["custom_id"] for p in load_state(folder).parts for line in read_jsonl(folder / p.file)
-    ]
 
 
 # --- failures inside batches ------------------------------------------------------------

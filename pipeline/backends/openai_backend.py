@@ -236,7 +236,12 @@ def _token_count(usage: dict, field: str) -> int:
 
 def parse_completion(body: bytes, content_type: str) -> Completion:
     """A chat-completion body as a Completion; MalformedResponse when it is not one."""
-    data = read_json(body, content_type, "a chat completion")
+    return completion_of(read_json(body, content_type, "a chat completion"))
+
+
+def completion_of(data: Any) -> Completion:
+    """A chat completion already read from JSON as a Completion; MalformedResponse when it
+    is not one (a Batch API output line's body)."""
     if not isinstance(data, dict):
         raise MalformedResponse(f"a JSON {_json_type(data)}, not a chat completion object")
     choices = data.get("choices")

@@ -3,12 +3,16 @@
 Collect, in steps that each leave batch.json right, so a crash anywhere loses nothing:
 
 1. retrieve every batch not yet ended; download the output and error files of each ended
-   one into results/ (whole files, synced, then marked downloaded: never downloaded twice);
+   one into results/ (streamed to disk, synced, then marked downloaded: never downloaded
+   twice). With `wait`, poll every `poll_s` seconds until every batch has ended or
+   `timeout_s` has passed, riding out an unavailable endpoint with back-off (`waiting`);
 2. once every batch has ended, run the normal job over the submitted inputs with each
    answered line (200, a chat completion) as the first answer of its (abstract, stage):
    the same schema and grounding checks, the same re-asks when it is invalid, the same
-   cache writes when it is valid; pairs with an error line, an expired or cancelled
-   request, or in a failed batch are asked synchronously like any uncached pair. The run
+   cache writes when it is valid; pairs with an error line, an unreadable line, an
+   expired or cancelled request, or in a failed batch are asked synchronously like any
+   uncached pair (`results` reads the files). The inputs are read from the folder submit
+   ran in, so sources are recorded as there, whatever the current directory. The run
    folder (summaries, errors, CSV, manifest, report) is written into the batch folder.
    While some batches still run, the answers of the ended ones that are valid as they
    are get cached already (no re-ask, nothing sent), and no run folder is written yet;
@@ -20,21 +24,17 @@ collect reads them again, skips the pairs already cached and goes on.
 
 from __future__ import annotations
 
-import json
-import logging
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.backends.openai_backend import MalformedResponse, parse_completion
-from pipeline.batch.api import BatchAPI
+from pipeline.batch import waiting
+from pipeline.batch.api import MAX_RETRIES, BatchAPI, EndpointUnavailable
 from pipeline.batch.requests import submitted_keys
+from pipeline.batch.results import read_results
 from pipeline.batch.state import (
     BatchPart,
     BatchState,
-    BatchTokens,
-    LineCounts,
     load_state,
     locked,
     now,
@@ -44,17 +44,13 @@ from pipeline.batch.state import (
 from pipeline.config import Settings
 from pipeline.context import RunContext
 from pipeline.engine.progress import Progress
-from pipeline.engine.stage_runner import FirstAnswer, accepted_answer, check_completion
-from pipeline.errors import InputError, OutputValidationError, StorageError
+from pipeline.engine.stage_runner import accepted_answer, check_completion
+from pipeline.errors import InputError, OutputValidationError
 from pipeline.ingest import IngestResult, read_inputs
 from pipeline.job import JobResult, RecordSink, run_job
 from pipeline.redact import Redactor, secrets_of
 from pipeline.rundir import Manifest
 from pipeline.rundir.writer import MANIFEST
-
-EXPIRED_CODES = ("batch_expired", "batch_cancelled")
-
-log = logging.getLogger(__name__)
 
 
 def refresh(api: BatchAPI, state: BatchState) -> None:
@@ -70,99 +66,17 @@ def download(api: BatchAPI, folder: Path, state: BatchState) -> int:
     for part in state.parts:
         if part.batch_id is None or not part.ended or part.downloaded:
             continue
-        for file_id, name in zip(
-            (part.output_file_id, part.error_file_id), _names(part), strict=True
-        ):
-            if file_id is not None:
-                api.download(file_id, folder / name)
-                files += 1
+        for file_id, name in part.downloads():
+            api.download(file_id, folder / name)
+            files += 1
         part.downloaded = True
         save_state(folder, state)
     return files
 
 
-def _names(part: BatchPart) -> tuple[str, str]:
-    out = err = ""
-    for name in part.result_files():
-        if name.endswith("-output.jsonl"):
-            out = name
-        else:
-            err = name
-    return out, err
-
-
-def read_results(
-    folder: Path, state: BatchState, redact: Redactor
-) -> tuple[dict[str, FirstAnswer], LineCounts, BatchTokens]:
-    """The answered lines of the downloaded files (cache key -> first answer), what the
-    files held, and the tokens of the answers (billed at the Batch price)."""
-    answers: dict[str, FirstAnswer] = {}
-    counts = LineCounts()
-    tokens = BatchTokens()
-    for part in state.parts:
-        if not part.downloaded:
-            continue
-        assert part.batch_id is not None
-        seen = 0
-        for name in part.result_files():
-            for line in _lines(folder / name):
-                seen += 1
-                key = line.get("custom_id")
-                completion = _completion(line)
-                if not isinstance(key, str) or completion is None:
-                    counts.errors += 1
-                    error = line.get("error") or {}
-                    if isinstance(error, dict) and error.get("code") in EXPIRED_CODES:
-                        counts.expired += 1
-                    continue
-                counts.answered += 1
-                tokens.batch_in += completion.tokens_in
-                tokens.batch_out += completion.tokens_out
-                tokens.batch_cached += completion.tokens_cached
-                completion = replace(
-                    completion,
-                    content=redact.optional(completion.content),
-                    refusal=redact.optional(completion.refusal),
-                )
-                answers.setdefault(key, FirstAnswer(completion, part.batch_id))
-        counts.missing += max(part.requests - seen, 0)
-    return answers, counts, tokens
-
-
-def _lines(path: Path) -> list[dict]:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise StorageError.from_os_error(path, exc) from exc
-    lines = []
-    # Split on \n only: U+2028, U+2029 and U+0085 are legal raw characters inside JSON.
-    for number, raw in enumerate(data.split(b"\n"), 1):
-        if not raw.strip():
-            continue
-        try:
-            line = json.loads(raw)
-        except (ValueError, RecursionError) as exc:
-            # An unreadable line answers nothing: its pair is asked synchronously.
-            why = "nested too deeply" if isinstance(exc, RecursionError) else type(exc).__name__
-            log.warning(
-                "%s: line %d is not a readable result line (%s); skipped", path, number, why
-            )
-            continue
-        if isinstance(line, dict):
-            lines.append(line)
-    return lines
-
-
-def _completion(line: dict):
-    """The chat completion of a 200 line, read as the backend reads one; else None."""
-    response = line.get("response")
-    if not isinstance(response, dict) or response.get("status_code") != 200:
-        return None
-    body = response.get("body")
-    try:
-        return parse_completion(json.dumps(body).encode(), "application/json")
-    except (MalformedResponse, RecursionError, ValueError):
-        return None
+def unfinished(state: BatchState) -> list[BatchPart]:
+    """The batches not ended yet, or ended with their results not downloaded yet."""
+    return [p for p in state.parts if not p.ended or (p.batch_id and not p.downloaded)]
 
 
 @dataclass
@@ -176,6 +90,8 @@ class Collected:
     already: Manifest | None = None  # collected before: the manifest it wrote
     synchronous_pairs: int = 0  # pairs without an answered line, asked synchronously
     cached_early: int = 0  # valid answers of ended batches cached while others still run
+    timed_out: bool = False  # --wait reached its timeout with batches pending
+    outage: str | None = None  # why the endpoint was unavailable at the last poll, if it was
 
 
 def collect(
@@ -183,12 +99,16 @@ def collect(
     settings: Settings,
     *,
     wait: bool = False,
-    poll_s: float = 60.0,
+    poll_s: float = waiting.DEFAULT_POLL_S,
+    timeout_s: float = waiting.DEFAULT_TIMEOUT_S,
     progress: Progress | None = None,
     sinks: Callable[[RunContext], Sequence[RecordSink]] = lambda context: (),
     on_poll: Callable[[BatchState], None] | None = None,
+    on_retry: Callable[[str, float], None] | None = None,
 ) -> Collected:
-    """Collect the batches of `folder` (see the module docstring)."""
+    """Collect the batches of `folder` (see the module docstring); `on_retry` hears why a
+    poll failed and how long the wait is before the next."""
+    folder = folder.absolute()  # the job runs from the submit's folder (in_submit_dir)
     with locked(folder):
         state = load_state(folder)
         if state.collected_at is not None and (folder / MANIFEST).exists():
@@ -205,49 +125,42 @@ def collect(
                 "a batch); run the same `digest batch submit` again: it resumes"
             )
         result = Collected(state)
-        api = BatchAPI(settings)
-        try:
-            while True:
-                refresh(api, state)
-                save_state(folder, state)
-                result.downloaded += download(api, folder, state)
-                result.pending = [p for p in state.parts if not p.ended]
-                if on_poll is not None:
-                    on_poll(state)
-                if not result.pending or not wait:
-                    break
-                time.sleep(poll_s)
-        finally:
-            api.close()
+        _poll(folder, state, settings, result, wait, poll_s, timeout_s, on_poll, on_retry)
+        submitted = submitted_keys(folder)
+        redact = Redactor(secrets_of(settings))
         if result.pending:
             if not settings.force:
-                result.cached_early = _cache_valid(folder, state, settings)
+                result.cached_early = _cache_valid(folder, state, settings, submitted, redact)
             return result
-        answers, state.lines, batch_tokens = read_results(
-            folder, state, Redactor(secrets_of(settings))
-        )
-        ingest = read_inputs(
-            state.input_paths(), stream=True, follow_symlinks=state.follow_symlinks, out_dir=folder
-        )
-        context = RunContext(settings)
-        try:
-            _check_same_pairs(folder, state, context, ingest)
-        except BaseException:
-            context.close()
-            raise
-        given = {key: a.completion for key, a in answers.items()}
-        result.job = run_job(
-            settings,
-            ingest,
-            folder,
-            progress=progress,
-            sinks=sinks(context),
-            first_answers=answers,
-            context=context,
-        )
-        used = [given[key] for key in given if key not in answers]
+        read = read_results(folder, state, submitted, redact)
+        state.lines, state.skipped = read.counts, read.skipped
+        answers = read.answers
+        given = dict(answers)
+        with state.in_submit_dir():
+            ingest = read_inputs(
+                state.input_paths(),
+                stream=True,
+                follow_symlinks=state.follow_symlinks,
+                out_dir=folder,
+            )
+            context = RunContext(settings)
+            try:
+                _check_same_pairs(folder, state, context, ingest, submitted)
+            except BaseException:
+                context.close()
+                raise
+            result.job = run_job(
+                settings,
+                ingest,
+                folder,
+                progress=progress,
+                sinks=sinks(context),
+                first_answers=answers,
+                context=context,
+            )
+        used = [given[key].completion for key in given if key not in answers]
         manifest = result.job.manifest
-        tokens = manifest.tokens
+        tokens, batch_tokens = manifest.tokens, read.tokens
         batch_tokens.sync_in = tokens.input - sum(c.tokens_in for c in used)
         batch_tokens.sync_out = tokens.output - sum(c.tokens_out for c in used)
         batch_tokens.sync_cached = tokens.cached - sum(c.tokens_cached for c in used)
@@ -259,49 +172,109 @@ def collect(
         return result
 
 
-def _cache_valid(folder: Path, state: BatchState, settings: Settings) -> int:
+def _poll(
+    folder: Path,
+    state: BatchState,
+    settings: Settings,
+    result: Collected,
+    wait: bool,
+    poll_s: float,
+    timeout_s: float,
+    on_poll: Callable[[BatchState], None] | None,
+    on_retry: Callable[[str, float], None] | None,
+) -> None:
+    """Poll and download once, or with `wait` until nothing is pending or the deadline."""
+    clock = waiting.CLOCK
+    deadline = clock.now() + timeout_s
+    failures = 0
+    # Waiting, the back-off below retries (on the clock); the SDK's own would sleep for real.
+    api = BatchAPI(settings, max_retries=0 if wait else MAX_RETRIES)
+    try:
+        while True:
+            try:
+                refresh(api, state)
+                save_state(folder, state)
+                result.downloaded += download(api, folder, state)
+            except EndpointUnavailable as exc:
+                if not wait:
+                    raise
+                save_state(folder, state)  # what the polls before the failure brought
+                failures += 1
+                result.outage = str(exc)
+                remaining = deadline - clock.now()
+                if remaining <= 0:
+                    result.timed_out = True
+                    break
+                delay = min(waiting.backoff_s(failures), remaining)
+                if on_retry is not None:
+                    on_retry(str(exc), delay)
+                clock.sleep(delay)
+                continue
+            failures, result.outage = 0, None
+            result.pending = unfinished(state)
+            if on_poll is not None:
+                on_poll(state)
+            if not result.pending or not wait:
+                break
+            remaining = deadline - clock.now()
+            if remaining <= 0:
+                result.timed_out = True
+                break
+            clock.sleep(min(poll_s, remaining))
+    finally:
+        api.close()
+    result.pending = unfinished(state)
+
+
+def _cache_valid(
+    folder: Path, state: BatchState, settings: Settings, submitted: set[str], redact: Redactor
+) -> int:
     """While some batches still run: cache the answers of the ended ones that are valid as
     they are (the rest, which need re-asks, wait for the final run); how many."""
-    answers, _, _ = read_results(folder, state, Redactor(secrets_of(settings)))
+    answers = read_results(folder, state, submitted, redact).answers
     if not answers:
         return 0
-    ingest = read_inputs(
-        state.input_paths(), stream=True, follow_symlinks=state.follow_symlinks, out_dir=folder
-    )
-    with RunContext(settings) as context:
-        _check_same_pairs(folder, state, context, ingest)
-        stored = 0
-        for abstract in ingest.abstracts:
-            for stage in context.stages.values():
-                key = context.key(stage, abstract)
-                first = answers.get(key)
-                if first is None or context.cached(stage, abstract, key) is not None:
-                    continue
-                try:
-                    parsed = check_completion(
-                        stage, abstract.text, first.completion, settings.max_tokens
+    stored = 0
+    with state.in_submit_dir():
+        ingest = read_inputs(
+            state.input_paths(), stream=True, follow_symlinks=state.follow_symlinks, out_dir=folder
+        )
+        with RunContext(settings) as context:
+            _check_same_pairs(folder, state, context, ingest, submitted)
+            for abstract in ingest.abstracts:
+                for stage in context.stages.values():
+                    key = context.key(stage, abstract)
+                    first = answers.get(key)
+                    if first is None or context.cached(stage, abstract, key) is not None:
+                        continue
+                    try:
+                        parsed = check_completion(
+                            stage, abstract.text, first.completion, settings.max_tokens
+                        )
+                    except OutputValidationError:
+                        continue
+                    if parsed.rejected:
+                        continue  # some claims need a re-ask: the final run does it
+                    answer = accepted_answer(parsed, first.completion)
+                    provenance = context.provenance(
+                        stage, key, batch_id=first.batch_id, **answer.provenance_fields()
                     )
-                except OutputValidationError:
-                    continue
-                if parsed.rejected:
-                    continue  # some claims need a re-ask: the final run does it
-                answer = accepted_answer(parsed, first.completion)
-                provenance = context.provenance(
-                    stage, key, batch_id=first.batch_id, **answer.provenance_fields()
-                )
-                context.store(stage, key, parsed.output, provenance, answer.dropped)
-                stored += 1
+                    context.store(stage, key, parsed.output, provenance, answer.dropped)
+                    stored += 1
     return stored
 
 
 def _check_same_pairs(
-    folder: Path, state: BatchState, context: RunContext, ingest: IngestResult
+    folder: Path,
+    state: BatchState,
+    context: RunContext,
+    ingest: IngestResult,
+    submitted: set[str],
 ) -> None:
     """Refuse to collect when the inputs or prompts changed since submit: the answers
     would not be the ones asked for, and the new pairs would all be asked synchronously."""
     stages = context.stages.values()
     current = {context.key(stage, a) for a in ingest.abstracts for stage in stages}
-    submitted = submitted_keys(folder)
     stale = len(submitted - current)
     if stale or len(current) != state.pairs:
         raise InputError(

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.backends import check_openai_settings
 from pipeline.batch import MAX_BYTES, MAX_REQUESTS
 from pipeline.batch.api import BatchAPI
 from pipeline.batch.requests import Pairs, PartWriter, request_lines
@@ -35,7 +36,7 @@ from pipeline.config import Settings
 from pipeline.context import RunContext
 from pipeline.errors import ConfigError, InputError, StorageError
 from pipeline.ingest import read_inputs
-from pipeline.job import new_run_dir
+from pipeline.job import claimed_run_dir
 
 # Stored settings that shape the requests: a submit with the same ones (and inputs) resumes.
 _SHAPING = ("model", "temperature", "max_tokens", "response_format", "stages", "prompts_dir")
@@ -79,6 +80,7 @@ def submit(
             "batch mode needs the openai provider: set OPENAI_API_KEY (and --base-url for "
             "another endpoint), or --provider openai"
         )
+    check_openai_settings(settings)  # no key for api.openai.com: before any folder or link
     limits = limits or Limits()
     previous = _resumable(settings, paths, follow_symlinks)
     if previous is not None:
@@ -89,7 +91,22 @@ def submit(
         if on_folder is not None:
             on_folder(previous)
         return _send(previous, settings, pairs, resumed=True)
-    folder = None if dry_run else new_run_dir(settings, prefix="batch")
+    if dry_run:
+        return _submit_new(None, settings, paths, follow_symlinks, limits, on_folder)
+    with claimed_run_dir(settings, prefix="batch") as folder:  # removed again while empty
+        return _submit_new(folder, settings, paths, follow_symlinks, limits, on_folder)
+
+
+def _submit_new(
+    folder: Path | None,
+    settings: Settings,
+    paths: list[Path],
+    follow_symlinks: bool,
+    limits: Limits,
+    on_folder: Callable[[Path], object] | None,
+) -> SubmitResult:
+    """Write the request files of a new submit into `folder` (None: a dry run) and send them."""
+    dry_run = folder is None
     if folder is not None:
         _check_empty(folder)
     ingest = read_inputs(paths, stream=True, follow_symlinks=follow_symlinks, out_dir=folder)

@@ -9,6 +9,7 @@ import click
 
 from pipeline.batch import MAX_BYTES, MAX_REQUESTS
 from pipeline.batch.state import LATEST_BATCH, BatchState, load_state, locked, settings_of
+from pipeline.batch.waiting import DEFAULT_POLL_S, DEFAULT_TIMEOUT_S, MIN_POLL_S, describe_s
 from pipeline.cli import main, say
 from pipeline.cli.options import (
     describe_backend,
@@ -20,7 +21,8 @@ from pipeline.cli.progress import BarProgress
 from pipeline.cli.run import say_counts, say_outcome
 from pipeline.cli.views import point_latest, resolve_run_dir
 from pipeline.config import Settings
-from pipeline.errors import InputError
+from pipeline.engine.schedule import signals_interrupt
+from pipeline.errors import InputError, RunInterrupted, WaitTimedOut
 from pipeline.logs import add_secrets
 from pipeline.pricing import BATCH_DISCOUNT, format_cost, format_tokens
 from pipeline.redact import secrets_of
@@ -45,7 +47,7 @@ def _folder(path: Path) -> Path:
     if folder.is_symlink():
         target = Path(os.readlink(folder))
         folder = target if target.is_absolute() else folder.parent / target
-    return folder
+    return folder.absolute()  # collect reads the inputs from the submit's folder
 
 
 @batch_group.command("submit")
@@ -88,14 +90,21 @@ def submit_command(
 
     settings = settings_from_flags(config_path, no_progress, flags)
     say(describe_backend(settings), err=True)
-    result = submit(
-        settings,
-        list(paths),
-        follow_symlinks=follow_symlinks,
-        limits=Limits(max_requests=max_requests, max_bytes=max_bytes),
-        dry_run=dry_run,
-        on_folder=lambda folder: point_latest(folder, LATEST_BATCH),  # before any upload
-    )
+    try:
+        with signals_interrupt():
+            result = submit(
+                settings,
+                list(paths),
+                follow_symlinks=follow_symlinks,
+                limits=Limits(max_requests=max_requests, max_bytes=max_bytes),
+                dry_run=dry_run,
+                on_folder=lambda folder: point_latest(folder, LATEST_BATCH),  # before any upload
+            )
+    except RunInterrupted as exc:
+        raise RunInterrupted(
+            f"{exc}; nothing is lost: run the same `digest batch submit` again to resume "
+            "(nothing is submitted twice)"
+        ) from None
     pairs, parts = result.pairs, result.parts
     requests = sum(p.requests for p in parts)
     say(
@@ -136,7 +145,7 @@ def status_command(folder: Path) -> None:
     if state.collected_at is None and any(not p.ended for p in state.parts):
         settings = _settings(state, {})
         try:
-            with locked(folder):
+            with signals_interrupt(), locked(folder):
                 state = load_state(folder)
                 api = BatchAPI(settings)
                 try:
@@ -148,6 +157,8 @@ def status_command(folder: Path) -> None:
             if "another digest command" not in str(exc):
                 raise
             busy = True
+        except RunInterrupted as exc:
+            raise RunInterrupted(f"{exc}; nothing changed in {folder}") from None
     for line in status_lines(folder, state):
         say(line)
     if busy:
@@ -179,6 +190,7 @@ def status_lines(folder: Path, state: BatchState) -> list[str]:
     lines.append(f"total: {done}/{total} requests done, {failed} failed; batches: {shown}")
     if state.collected_at is not None:
         lines.append(f"collected {state.collected_at}: {folder / 'summaries.jsonl'}")
+        lines.extend(odd_lines(state))
         lines.append(_cost_line(state))
     elif any(p.batch_id is None for p in parts):
         lines.append("the submit did not finish: run the same `digest batch submit` again")
@@ -187,6 +199,25 @@ def status_lines(folder: Path, state: BatchState) -> list[str]:
     else:
         lines.append(f"not finished; `digest batch collect --wait {folder}` waits for them")
     return lines
+
+
+def odd_lines(state: BatchState) -> list[str]:
+    """What the result files held besides one line per submitted pair: skipped unreadable
+    lines (the first few, by file and line), unknown and duplicate custom_ids."""
+    counts, out = state.lines, []
+    if counts.unreadable:
+        shown = "; ".join(f"{s.file}:{s.line}: {s.why}" for s in state.skipped[:5])
+        more = f"; and {counts.unreadable - 5} more" if counts.unreadable > 5 else ""
+        out.append(
+            f"{counts.unreadable} unreadable result line(s) skipped, their pairs asked "
+            f"synchronously: {shown}{more}"
+        )
+    if counts.unknown or counts.duplicates:
+        out.append(
+            f"{counts.unknown} line(s) with a custom_id that was not submitted and "
+            f"{counts.duplicates} duplicate line(s) (not used, not billed)"
+        )
+    return out
 
 
 def _cost_line(state: BatchState) -> str:
@@ -234,10 +265,18 @@ def _settings(state: BatchState, overrides: dict, *, key: bool = True) -> Settin
 @click.option("--wait", is_flag=True, help="Poll until every batch has ended, then collect.")
 @click.option(
     "--poll-interval",
-    type=click.FloatRange(min=0),
-    default=60.0,
+    type=click.FloatRange(min=MIN_POLL_S),
+    default=DEFAULT_POLL_S,
     show_default=True,
-    help="Seconds between polls with --wait.",
+    help=f"Seconds between polls with --wait (at least {MIN_POLL_S:g}).",
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_TIMEOUT_S,
+    help=f"Seconds --wait waits at most [default: {DEFAULT_TIMEOUT_S:g}, "
+    f"{describe_s(DEFAULT_TIMEOUT_S)}]; then exit 75, and a later collect goes on.",
 )
 @click.option("--base-url", help="The submit's endpoint again, e.g. to add user:password.")
 @click.option("--concurrency", "max_concurrency", type=int, help="Max synchronous requests.")
@@ -245,14 +284,20 @@ def _settings(state: BatchState, overrides: dict, *, key: bool = True) -> Settin
 @click.option("--tpm", "tokens_per_minute", type=int, help="Tokens-per-minute limit.")
 @click.option("--no-progress", "no_progress", is_flag=True, help="No progress bar on stderr.")
 def collect_command(
-    folder: Path, wait: bool, poll_interval: float, no_progress: bool, **overrides
+    folder: Path,
+    wait: bool,
+    poll_interval: float,
+    timeout_s: float,
+    no_progress: bool,
+    **overrides,
 ) -> None:
     """Download the results of FOLDER's batches, validate and cache them, ask the rest
     synchronously and write the run folder [FOLDER default: the latest submit].
 
     Exit code 0 when every stage of every abstract is ok (or some batch has not ended:
-    nothing is written then), 1 when some failed, 2 bad input/config, 3 endpoint refused.
-    Collecting again changes nothing.
+    nothing is written then), 1 when some failed, 2 bad input/config, 3 endpoint refused,
+    75 --wait reached --timeout, 130 interrupted. Collecting again changes nothing; after
+    75 or 130 it goes on.
     """
     from pipeline.batch.collect import collect
     from pipeline.report import HtmlReportSink
@@ -269,16 +314,26 @@ def collect_command(
         title = f"Digest of {folder.resolve().name}"
         return [HtmlReportSink(folder / HTML_FILE, context.taxonomy, title=title)]
 
+    def say_retry(cause: str, delay_s: float) -> None:
+        say(f"{cause}; retrying in {describe_s(delay_s)}", err=True)
+
     try:
-        result = collect(
-            folder,
-            settings,
-            wait=wait,
-            poll_s=poll_interval,
-            progress=BarProgress() if settings.progress else None,
-            sinks=sinks,
-            on_poll=_say_poll if wait else None,
-        )
+        with signals_interrupt():
+            result = collect(
+                folder,
+                settings,
+                wait=wait,
+                poll_s=poll_interval,
+                timeout_s=timeout_s,
+                progress=BarProgress() if settings.progress else None,
+                sinks=sinks,
+                on_poll=_say_poll if wait else None,
+                on_retry=say_retry,
+            )
+    except RunInterrupted as exc:
+        raise RunInterrupted(
+            f"{exc}; nothing is lost: run `digest batch collect {folder}` again to resume"
+        ) from None
     finally:
         if (folder / "manifest.json").exists():
             point_latest(folder)
@@ -290,6 +345,14 @@ def collect_command(
     if result.pending:
         for line in status_lines(folder, result.state):
             say(line)
+        if result.timed_out:
+            outage = f"; the endpoint was unavailable: {result.outage}" if result.outage else ""
+            raise WaitTimedOut(
+                f"gave up waiting after {describe_s(timeout_s)} (--timeout): "
+                f"{len(result.pending)} of {len(result.state.parts)} batch(es) not ended or "
+                f"not downloaded{outage}; nothing is lost: run `digest batch collect {folder}` "
+                "again later"
+            )
         say(
             f"{len(result.pending)} of {len(result.state.parts)} batch(es) not ended; "
             f"downloaded {result.downloaded} result file(s) of the ended ones and cached "
@@ -306,6 +369,8 @@ def collect_command(
         f"{result.synchronous_pairs} pair(s) without a batch answer asked synchronously, "
         f"{result.job.manifest.requests_sent} synchronous request(s) in all (re-asks included)"
     )
+    for line in odd_lines(result.state):
+        say(line, err=True)
     say_counts(result.job.manifest)
     say(_cost_line(result.state))
     say_outcome(folder, result.job.manifest)

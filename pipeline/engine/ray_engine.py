@@ -30,7 +30,6 @@ import json
 import logging
 import math
 import os
-import signal
 import threading
 import time
 import uuid
@@ -44,6 +43,7 @@ from pipeline.backends import LazyOpenAIBackend
 from pipeline.config import Settings
 from pipeline.context import Dropped
 from pipeline.engine.progress import Progress
+from pipeline.engine.schedule import signals_interrupt
 from pipeline.engine.stage_runner import (
     Answer,
     Answered,
@@ -56,7 +56,6 @@ from pipeline.errors import (
     ConfigError,
     FatalBackendError,
     OutputValidationError,
-    RunInterrupted,
 )
 from pipeline.ingest import Abstract
 from pipeline.limits import Limiter
@@ -368,24 +367,6 @@ def pending_pairs(runner: StageRunner, abstracts: Iterable[Abstract]) -> Pending
 
 
 @contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM stops the Ray phase like Ctrl-C (only in the main thread)."""
-
-    def stop(signum: int, frame: object) -> None:
-        raise RunInterrupted("stopped by SIGTERM")
-
-    try:
-        previous = signal.signal(signal.SIGTERM, stop)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextmanager
 def ray_session(settings: Settings) -> Iterator[Any]:
     """Ray, connected: the cluster `RAY_ADDRESS` names, else a local instance with this
     machine's cores (an instance the caller already started is used and left running)."""
@@ -447,22 +428,19 @@ def run_with_ray(
     failed: list[BaseException] = []
     check = threading.Thread(target=_preflight, args=(backend, settings, failed), daemon=True)
     check.start()
-    try:
-        with _sigterm_interrupts(), ray_session(settings) as ray:
-            log.info("ray: connected in %.1fs", time.perf_counter() - started)
-            check.join()
-            if failed:
-                raise failed[0]
-            rows = _dataset(settings, runner, pending, ray).iter_rows()
-            feed = RayFeed(rows, pending, runner, backend, progress, started)
-            runner.remote = feed
-            try:
-                settle()
-            finally:
-                runner.remote = None
-                feed.stop()  # before Ray shuts down under the reading thread
-    except KeyboardInterrupt:
-        raise RunInterrupted("stopped by SIGINT") from None
+    with signals_interrupt(), ray_session(settings) as ray:
+        log.info("ray: connected in %.1fs", time.perf_counter() - started)
+        check.join()
+        if failed:
+            raise failed[0]
+        rows = _dataset(settings, runner, pending, ray).iter_rows()
+        feed = RayFeed(rows, pending, runner, backend, progress, started)
+        runner.remote = feed
+        try:
+            settle()
+        finally:
+            runner.remote = None
+            feed.stop()  # before Ray shuts down under the reading thread
     log.info("ray: done after %.1fs", time.perf_counter() - started)
 
 

@@ -57,16 +57,41 @@ def handle_signals(stop: StopSignal) -> Iterator[None]:
     loop = asyncio.get_running_loop()
     handled = []
     for sig in (signal.SIGINT, signal.SIGTERM):
+        previous = signal.getsignal(sig)
         try:
             loop.add_signal_handler(sig, stop.on_signal, sig)
-            handled.append(sig)
+            handled.append((sig, previous))
         except (NotImplementedError, RuntimeError, ValueError):
             pass  # not the main thread (tests): no signal handling needed
     try:
         yield
     finally:
-        for sig in handled:
+        for sig, previous in handled:
             loop.remove_signal_handler(sig)
+            if previous is not None:  # asyncio leaves the default: put back what was there
+                signal.signal(sig, previous)
+
+
+@contextlib.contextmanager
+def signals_interrupt() -> Iterator[None]:
+    """Outside the event loop too, SIGTERM and Ctrl-C stop the command as RunInterrupted
+    ("stopped by SIGTERM" / "stopped by SIGINT"), as both do while a run's loop turns:
+    one exit code (130) and one message for both (SIGTERM only in the main thread)."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise RunInterrupted("stopped by SIGTERM")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread
+        previous = None
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise RunInterrupted("stopped by SIGINT") from None
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 async def run_in_order(

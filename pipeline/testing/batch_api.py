@@ -57,6 +57,20 @@ Semantics worth knowing:
 - ``request_counts.failed`` counts every error-file line (expired ones included), so
   ``completed + failed == total`` once the batch is terminal (cancelled: the unanswered
   requests are in neither).
+- Input files are split into lines on ``\n`` only, as the API does: a raw U+2028 in a
+  request is data.
+
+Misbehaviour on demand, for the client's defences (all off by default): ``batch_fields``
+and ``file_fields`` are set into every batch / file object the server sends (an odd id, a
+non-string status, null counts); ``output_lines`` replaces a custom_id's output line with
+raw bytes (invalid UTF-8, deep nesting) and ``extra_output_lines`` appends raw lines to
+every output file (unknown or duplicate custom_ids); ``retrieve_faults`` makes the next
+retrieves fail in turn (``"500"``, ``"503"``, ``"429"``: that status; ``"drop"``: the
+connection closed without an answer); ``pad_output_bytes`` gives every 200 line a
+``logprobs`` field of about that many bytes, and with ``spool_dir`` output files are
+written there and sent from disk in chunks (a 1 GB file without 1 GB in memory). A stuck
+batch is a large ``polls_per_status``. ``BatchAPI.configure`` changes the knobs of a
+running server (custom_ids are known only after submit).
 
 Knobs live in ``BatchConfig`` (``ServerConfig(batch=BatchConfig(...))``, or ``--batch-*`` on
 the command line); counters under ``server.stats()["batch"]``.
@@ -64,19 +78,29 @@ the command line); counters under ``server.stats()["batch"]``.
 
 from __future__ import annotations
 
+import dataclasses
 import email.message
 import hashlib
+import itertools
 import json
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from pipeline.testing.faults import unit_draw
-from pipeline.testing.http import MAX_BODY, Request, Response, error_response, json_response
+from pipeline.testing.http import (
+    MAX_BODY,
+    Drop,
+    Request,
+    Response,
+    error_response,
+    json_response,
+)
 
 if TYPE_CHECKING:
     import argparse
@@ -107,7 +131,9 @@ COUNTERS = (
     "lines_stalled",
     "lines_expired",
     "lines_cancelled",
+    "retrieve_faults",
 )
+RETRIEVE_FAULTS = ("429", "500", "503", "drop")
 EXPIRED_MESSAGE = "This request could not be executed before the completion window expired."
 CANCELLED_MESSAGE = "This request was not executed because the batch was cancelled."
 # status -> (error type, code, message) of an injected per-line error
@@ -134,6 +160,14 @@ class BatchConfig:
     shuffle: bool = True
     list_cancelled: bool = False
     validate_on_upload: bool = False
+    # misbehaviour on demand (see the module docstring)
+    batch_fields: Mapping[str, Any] = field(default_factory=dict)
+    file_fields: Mapping[str, Any] = field(default_factory=dict)
+    output_lines: Mapping[str, bytes] = field(default_factory=dict)
+    extra_output_lines: tuple[bytes, ...] = ()
+    retrieve_faults: tuple[str, ...] = ()
+    pad_output_bytes: int = 0
+    spool_dir: Path | None = None
 
     def __post_init__(self) -> None:
         if self.polls_per_status < 1:
@@ -145,6 +179,11 @@ class BatchConfig:
         bad = {c: s for c, s in self.line_errors.items() if s not in _LINE_ERRORS}
         if bad:
             raise ValueError(f"line_errors statuses must be in {sorted(_LINE_ERRORS)}: {bad}")
+        unknown = set(self.retrieve_faults) - set(RETRIEVE_FAULTS)
+        if unknown:
+            raise ValueError(f"retrieve_faults must be in {RETRIEVE_FAULTS}: {sorted(unknown)}")
+        if self.pad_output_bytes < 0:
+            raise ValueError("pad_output_bytes must be >= 0")
         object.__setattr__(self, "line_errors", dict(self.line_errors))
 
 
@@ -202,7 +241,8 @@ def validate_input(
     seen: set[str] = set()
     first_model: str | None = None
     count = 0
-    for number, raw in enumerate(text.splitlines(), start=1):
+    # \n only, as the API splits: U+2028, U+2029 and U+0085 are legal raw characters in JSON.
+    for number, raw in enumerate(text.split("\n"), start=1):
         if not raw.strip():
             continue
         count += 1
@@ -292,15 +332,19 @@ class _File:
     id: str
     filename: str
     purpose: str
-    data: bytes
+    data: bytes | Path  # a Path: an output file spooled to disk (``spool_dir``)
     created_at: int
     expires_at: int | None
+
+    @property
+    def size(self) -> int:
+        return self.data.stat().st_size if isinstance(self.data, Path) else len(self.data)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "object": "file",
-            "bytes": len(self.data),
+            "bytes": self.size,
             "created_at": self.created_at,
             "expires_at": self.expires_at,
             "filename": self.filename,
@@ -404,6 +448,14 @@ class BatchAPI:
         self._counters: Counter[str] = Counter(dict.fromkeys(COUNTERS, 0))
         self._file_seq = self._batch_seq = 0  # id counters (outputs included)
         self._lines_by_status: Counter[int] = Counter()
+        self._retrieve_faults_used = 0
+
+    def configure(self, **changes: Any) -> None:
+        """Change the knobs of a running server (``BatchConfig`` fields); the retrieve-fault
+        script starts again from its first item."""
+        with self._lock:
+            self.config = dataclasses.replace(self.config, **changes)
+            self._retrieve_faults_used = 0
 
     # plumbing called by the server
 
@@ -437,7 +489,7 @@ class BatchAPI:
                 if len(parts) == 2:
                     if method == "GET":
                         return self._file_or_404(
-                            parts[1], lambda f: json_response(200, f.to_json())
+                            parts[1], lambda f: json_response(200, self._file_json(f))
                         )
                     return self._delete_file(parts[1]) if method == "DELETE" else _not_allowed()
                 if len(parts) == 3 and parts[2] == "content":
@@ -500,10 +552,16 @@ class BatchAPI:
         file = self._new_file(filename, purpose, data, now, ttl)
         self._counters["files_uploaded"] += 1
         self._counters["bytes_uploaded"] += len(data)
-        return json_response(200, file.to_json())
+        return json_response(200, self._file_json(file))
+
+    def _file_json(self, file: _File) -> dict[str, Any]:
+        return {**file.to_json(), **self.config.file_fields}
+
+    def _batch_json(self, batch: _Batch) -> dict[str, Any]:
+        return {**batch.to_json(), **self.config.batch_fields}
 
     def _new_file(
-        self, filename: str, purpose: str, data: bytes, now: int, ttl: int | None
+        self, filename: str, purpose: str, data: bytes | Path, now: int, ttl: int | None
     ) -> _File:
         self._file_seq += 1
         file_id = "file-" + _short_hash(self._seed, "file", self._file_seq)
@@ -525,7 +583,7 @@ class BatchAPI:
             files.reverse()
         if "purpose" in query:
             files = [f for f in files if f.purpose == query["purpose"]]
-        return _page(files, query, default_limit=10_000, max_limit=10_000)
+        return _page(files, query, self._file_json, default_limit=10_000, max_limit=10_000)
 
     def _delete_file(self, file_id: str) -> Response:
         if self._files.pop(file_id, None) is None:
@@ -542,6 +600,8 @@ class BatchAPI:
                 404, f"No such File object: {file_id}", "invalid_request_error", None
             )
         self._counters["content_downloads"] += 1
+        if isinstance(file.data, Path):
+            return Response(200, b"", content_type="application/octet-stream", body_path=file.data)
         return Response(200, file.data, content_type="application/octet-stream")
 
     # batches
@@ -584,7 +644,8 @@ class BatchAPI:
                 "input_file_id",
             )
         ttl = (body.get("output_expires_after") or {}).get("seconds")
-        requests, errors = validate_input(file.data, body["endpoint"], self.config.max_requests)
+        data = file.data.read_bytes() if isinstance(file.data, Path) else file.data
+        requests, errors = validate_input(data, body["endpoint"], self.config.max_requests)
         self._batch_seq += 1
         self._counters["batches_created"] += 1
         batch = _Batch(
@@ -600,10 +661,11 @@ class BatchAPI:
             model=str(requests[0]["body"].get("model")) if requests else None,
         )
         self._batches[batch.id] = batch
-        return json_response(200, batch.to_json())
+        return json_response(200, self._batch_json(batch))
 
     def _list_batches(self, query: dict[str, str]) -> Response:
-        return _page(list(reversed(self._batches.values())), query, default_limit=20, max_limit=100)
+        batches = list(reversed(self._batches.values()))
+        return _page(batches, query, self._batch_json, default_limit=20, max_limit=100)
 
     def _retrieve(self, batch_id: str) -> Response:
         batch = self._batches.get(batch_id)
@@ -611,9 +673,18 @@ class BatchAPI:
             return error_response(
                 404, f"No batch found with id '{batch_id}'.", "invalid_request_error", None
             )
+        faults = self.config.retrieve_faults
+        if self._retrieve_faults_used < len(faults):
+            fault = faults[self._retrieve_faults_used]
+            self._retrieve_faults_used += 1
+            self._counters["retrieve_faults"] += 1
+            if fault == "drop":
+                raise Drop
+            type_, code, message = _LINE_ERRORS[int(fault)]
+            return error_response(int(fault), message, type_, code)
         self._counters["retrieves"] += 1
         self._tick(batch)
-        return json_response(200, batch.to_json())
+        return json_response(200, self._batch_json(batch))
 
     def _cancel(self, batch_id: str) -> Response:
         batch = self._batches.get(batch_id)
@@ -631,7 +702,7 @@ class BatchAPI:
         if batch.status != "cancelling":
             self._counters["cancels"] += 1
             self._enter(batch, "cancelling")
-        return json_response(200, batch.to_json())
+        return json_response(200, self._batch_json(batch))
 
     # the clock: one retrieve = one tick
 
@@ -716,6 +787,8 @@ class BatchAPI:
             usage = body.get("usage") or {}
             batch.input_tokens += usage.get("prompt_tokens", 0)
             batch.output_tokens += usage.get("completion_tokens", 0)
+            if self.config.pad_output_bytes:
+                body["choices"][0]["logprobs"] = _padding(self.config.pad_output_bytes)
         self._counters["lines_answered"] += 1
         self._lines_by_status[status] += 1
         request_id = (
@@ -745,16 +818,51 @@ class BatchAPI:
         ttl = batch.output_ttl_s if batch.output_ttl_s is not None else FILE_TTL_S
         split = {"output": [r for r in lines if _is_ok(r)], "error": []}
         split["error"] = [r for r in lines if not _is_ok(r)]
+        extra = self.config.extra_output_lines
         for kind, chosen in split.items():
-            if not chosen:
+            if not chosen and not (kind == "output" and extra):
                 continue
-            data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in chosen).encode()
-            file = self._new_file(f"batch_{batch.id}_{kind}.jsonl", "batch_output", data, now, ttl)
+            more = extra if kind == "output" else ()
+            lines_out = itertools.chain(
+                map(self._raw_line, chosen), (line + b"\n" for line in more)
+            )  # one line at a time: a spooled file is never held whole
+            name = f"batch_{batch.id}_{kind}.jsonl"
+            data: bytes | Path
+            if self.config.spool_dir is not None:
+                data = self.config.spool_dir / f"{batch.id}_{kind}.jsonl"
+                with data.open("wb") as fh:
+                    fh.writelines(lines_out)
+            else:
+                data = b"".join(lines_out)
+            file = self._new_file(name, "batch_output", data, now, ttl)
             setattr(batch, f"{kind}_file_id", file.id)
+
+    def _raw_line(self, line: dict[str, Any]) -> bytes:
+        raw = self.config.output_lines.get(line["custom_id"])
+        if raw is not None:
+            return raw + b"\n"
+        return json.dumps(line, ensure_ascii=False).encode() + b"\n"
+
+
+_PADDING: dict[int, dict[str, Any]] = {}
+
+
+def _padding(size: int) -> dict[str, Any]:
+    """A ``logprobs`` object of about ``size`` bytes of JSON (one shared object per size)."""
+    if size not in _PADDING:
+        entry = {"token": "pad", "logprob": -0.25, "bytes": [112, 97, 100], "top_logprobs": []}
+        per_entry = len(json.dumps(entry)) + 2
+        _PADDING[size] = {"content": [entry] * max(1, size // per_entry), "refusal": None}
+    return _PADDING[size]
 
 
 def _page(
-    items: list[Any], query: dict[str, str], *, default_limit: int, max_limit: int
+    items: list[Any],
+    query: dict[str, str],
+    to_json: Callable[[Any], dict[str, Any]],
+    *,
+    default_limit: int,
+    max_limit: int,
 ) -> Response:
     """A cursor page (``after`` = the last id of the previous page) of file or batch records."""
     try:
@@ -774,7 +882,7 @@ def _page(
         200,
         {
             "object": "list",
-            "data": [item.to_json() for item in page],
+            "data": [to_json(item) for item in page],
             "first_id": page[0].id if page else None,
             "last_id": page[-1].id if page else None,
             "has_more": len(items) > limit,
@@ -807,6 +915,10 @@ def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--batch-expire-after", type=int, help="answer at most N lines, then expire")
     g.add_argument("--batch-in-order", action="store_true", help="output lines in input order")
     g.add_argument("--batch-line-error", action="append", default=[], metavar="CUSTOM_ID=STATUS")
+    g.add_argument(
+        "--batch-pad-output", type=int, default=0, metavar="BYTES", help="logprobs per 200 line"
+    )
+    g.add_argument("--batch-spool-dir", type=Path, help="write output files here, send from disk")
 
 
 def config_from_args(args: argparse.Namespace) -> BatchConfig:
@@ -822,4 +934,6 @@ def config_from_args(args: argparse.Namespace) -> BatchConfig:
         expire_after_lines=args.batch_expire_after,
         line_errors=line_errors,
         shuffle=not args.batch_in_order,
+        pad_output_bytes=args.batch_pad_output,
+        spool_dir=args.batch_spool_dir,
     )

@@ -11,6 +11,7 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 MAX_BODY = 8 * 1024 * 1024
@@ -52,13 +53,19 @@ class Response:
     headers: dict[str, str] = field(default_factory=dict)
     content_type: str = "application/json"
     trickle_s: float | None = None  # send the body one byte per this many seconds
+    body_path: Path | None = None  # the body is this file's bytes, sent in chunks (big files)
+
+    @property
+    def length(self) -> int:
+        """The body's length in bytes."""
+        return self.body_path.stat().st_size if self.body_path is not None else len(self.body)
 
     def head(self, keep_alive: bool) -> bytes:
         """The status line and headers, with the blank line that ends them."""
         lines = [
             f"HTTP/1.1 {self.status} {REASONS.get(self.status, 'Unknown')}",
             f"content-type: {self.content_type}",
-            f"content-length: {len(self.body)}",
+            f"content-length: {self.length}",
             f"connection: {'keep-alive' if keep_alive else 'close'}",
             *(f"{k}: {v}" for k, v in self.headers.items()),
         ]

@@ -24,6 +24,7 @@ from pipeline.evaluation.intervals import bootstrap_rates, interval95
 from pipeline.evaluation.rouge import paper_scores
 from pipeline.evaluation.tags_eval import load_tags_gold
 from pipeline.evaluation.tasks import read_scitldr
+from pipeline.jsonl import iter_jsonl
 from pipeline.testing.agreement import (
     CLAIMS_GOLD,
     TAGS_GOLD,
@@ -62,8 +63,8 @@ def _eval(task: str, files: Sequence[Path], work: Path) -> tuple[dict, dict[str,
     if child.returncode != 0:
         raise SystemExit(f"digest eval {task} failed ({child.returncode}):\n{child.stderr}")
     result = json.loads((out / "eval.json").read_text(encoding="utf-8"))
-    lines = Path(result["run_dir"], "summaries.jsonl").read_text(encoding="utf-8").splitlines()
-    return result, {r["id"]: r for r in map(json.loads, lines)}
+    summaries = Path(result["run_dir"], "summaries.jsonl")
+    return result, {r["id"]: r for _, r in iter_jsonl(summaries)}
 
 
 def _stage(record: Mapping | None, stage: str) -> dict:

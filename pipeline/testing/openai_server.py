@@ -95,6 +95,7 @@ from pipeline.testing.ratelimit import RateLimiter
 HOST = "127.0.0.1"
 MODELS_MODES = ("ok", "missing", "html", "wrong_shape", "forbidden", "no_model_scope")
 _MAX_REQUESTS_PER_CONN = 1_000_000
+_FILE_CHUNK = 1 << 20  # bytes per write of a body sent from a file
 _MAX_MEMO = 50_000
 
 
@@ -338,11 +339,25 @@ class OpenAIServer:
             if response.trickle_s is not None:
                 await self._trickle(reader, writer, response)
                 return  # a trickled response always closes its connection
+            elif response.body_path is not None:
+                await self._send_file(writer, response, request.keep_alive)
             else:
                 writer.write(response.encode(request.keep_alive))
                 await writer.drain()
             if not request.keep_alive:
                 return
+
+    async def _send_file(
+        self, writer: asyncio.StreamWriter, response: Response, keep_alive: bool
+    ) -> None:
+        """Headers, then the body file in chunks: a big file is never held in memory."""
+        assert response.body_path is not None
+        writer.write(response.head(keep_alive))
+        with response.body_path.open("rb") as fh:
+            while chunk := fh.read(_FILE_CHUNK):
+                writer.write(chunk)
+                await writer.drain()
+        await writer.drain()
 
     async def _trickle(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, response: Response

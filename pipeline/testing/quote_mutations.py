@@ -16,7 +16,6 @@ changed quote that the exact and folded levels reject; `python -m bench.alignmen
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 
@@ -24,6 +23,7 @@ import yaml
 
 from pipeline import spans
 from pipeline.alignment import align
+from pipeline.jsonl import iter_jsonl
 from pipeline.support import ANTONYMS, tokens
 from pipeline.testing.paths import TEST_DATA
 
@@ -52,16 +52,12 @@ _STOP = frozenset(
 def evidence_spans() -> Iterator[tuple[str, str]]:
     """(abstract, evidence) of every labelled claim the project ships."""
     for path in sorted(TEST_DATA.glob("claims_gold*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
+        for _, row in iter_jsonl(path):
             for claim in row.get("claims", []):
                 if claim.get("evidence"):
                     yield row["abstract"], claim["evidence"]
     realistic = TEST_DATA / "realistic"
-    abstracts = {
-        r["paper_id"]: r["abstract"]
-        for r in map(json.loads, (realistic / "abstracts.jsonl").read_text().splitlines())
-    }
+    abstracts = {r["paper_id"]: r["abstract"] for _, r in iter_jsonl(realistic / "abstracts.jsonl")}
     for entry in yaml.safe_load((realistic / "answers.yaml").read_text(encoding="utf-8")):
         for claim in entry["claims"]:
             yield abstracts[entry["paper_id"]], claim["evidence"]
@@ -73,10 +69,7 @@ def evidence_spans() -> Iterator[tuple[str, str]]:
 def small_model_items() -> Iterator[tuple[str, dict]]:
     """(abstract, labelled claim item) of the small-model corpus."""
     folder = TEST_DATA / "smallmodel"
-    abstracts = {
-        r["paper_id"]: r["abstract"]
-        for r in map(json.loads, (folder / "abstracts.jsonl").read_text().splitlines())
-    }
+    abstracts = {r["paper_id"]: r["abstract"] for _, r in iter_jsonl(folder / "abstracts.jsonl")}
     for path in sorted(folder.glob("answers_*.yaml")):
         for entry in yaml.safe_load(path.read_text(encoding="utf-8")):
             for item in entry["claims"].get("items") or []:

@@ -34,6 +34,7 @@ import yaml
 from pipeline.config import load_settings
 from pipeline.ingest import read_inputs
 from pipeline.job import run_job
+from pipeline.jsonl import iter_jsonl
 from pipeline.spans import locate
 from pipeline.testing.paths import TEST_DATA
 from pipeline.testing.replay_server import Call, ReplayServer
@@ -73,7 +74,7 @@ class Paper:
 
 def load_corpus(folder: Path = CORPUS) -> list[Paper]:
     """abstracts.jsonl joined with answers.yaml, in file order."""
-    rows = [json.loads(x) for x in (folder / "abstracts.jsonl").read_text().splitlines()]
+    rows = [row for _, row in iter_jsonl(folder / "abstracts.jsonl")]
     answers = {a["paper_id"]: a for a in yaml.safe_load((folder / "answers.yaml").read_text())}
     return [
         Paper(
@@ -327,8 +328,8 @@ def run_variant(
 
 
 def _records(run_dir: Path) -> Iterator[dict[str, Any]]:
-    for line in (run_dir / "summaries.jsonl").read_text(encoding="utf-8").splitlines():
-        yield json.loads(line)
+    for _, record in iter_jsonl(run_dir / "summaries.jsonl"):
+        yield record
 
 
 def score(

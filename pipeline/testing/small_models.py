@@ -34,6 +34,7 @@ import yaml
 from pipeline.config import load_settings
 from pipeline.ingest import read_inputs
 from pipeline.job import run_job
+from pipeline.jsonl import iter_jsonl
 from pipeline.spans import closest, fold, locate
 from pipeline.testing.paths import TEST_DATA
 from pipeline.testing.replay_server import Call, ReplayServer
@@ -58,7 +59,7 @@ class Entry:
 
 def load_corpus(split: str = "heldout", folder: Path = CORPUS) -> list[Entry]:
     """The entries of one split ('dev', 'heldout' or 'all'), in abstracts.jsonl order."""
-    rows = [json.loads(x) for x in (folder / "abstracts.jsonl").read_text().splitlines()]
+    rows = [row for _, row in iter_jsonl(folder / "abstracts.jsonl")]
     answers: dict[str, dict[str, Any]] = {}
     for path in sorted(folder.glob("answers_*.yaml")):
         for entry in yaml.safe_load(path.read_text(encoding="utf-8")):
@@ -389,8 +390,8 @@ def score(entries: list[Entry], run_dir: Path) -> Tally:
 
 
 def _records(run_dir: Path) -> Iterator[dict[str, Any]]:
-    for line in (run_dir / "summaries.jsonl").read_text(encoding="utf-8").splitlines():
-        yield json.loads(line)
+    for _, record in iter_jsonl(run_dir / "summaries.jsonl"):
+        yield record
 
 
 def run(
