@@ -200,7 +200,7 @@ def test_load_reviewers_resolves_and_validates(tmp_path):
     for bad, msg in [
         ("reviewers:\n  - {id: a, tags: [quantum-knitting]}\n", "unknown tag 'quantum-knitting'"),
         ("reviewers:\n  - {id: a}\n  - {id: a}\n", "duplicate reviewer id 'a'"),
-        ("reviewers:\n  - {id: a, expertise: [x]}\n", "expertise"),
+        ("reviewers:\n  - {id: a, conflict: [x]}\n", "did you mean 'conflicts'"),
         ("reviewers: []\n", "no reviewers"),
     ]:
         path.write_text(bad)

@@ -43,6 +43,7 @@ CONFLICT_FIELDS = (
     "reviewer_name",
     "kind",
     "reason",
+    "shared_paper",
 )
 ZERO_LISTED = 100  # zero-affinity papers printed in the summary (all are in assignments.csv)
 
@@ -90,6 +91,7 @@ def write_conflicts_csv(result: AssignmentResult, path: Path) -> Path:
                     reviewer.name or "",
                     c.kind,
                     c.reason,
+                    c.shared_paper,
                 ]
             )
     return path

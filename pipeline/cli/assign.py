@@ -41,6 +41,21 @@ from pipeline.cli.views import FORUM_URL, RUN_DIR, TAXONOMY, open_run, run_taxon
     help="Output CSV [default: RUN_DIR/assignments.csv]; conflicts.csv and reviewers.html "
     "go beside it.",
 )
+# -- conflicts, weak pairs, outputs, affinity sources (co-author conflicts ... embeddings)
+@click.option(
+    "--coauthor-years",
+    type=click.IntRange(min=0, max=100),
+    default=None,
+    help="Co-authors of a reviewer's past papers of the last N years conflict with their "
+    "papers (0 = none) [default: conflict_policy.coauthor_years, else 3].",
+)
+@click.option(
+    "--coauthor-reference-year",
+    type=click.IntRange(min=1000, max=9999),
+    default=None,
+    help="The year --coauthor-years counts back from [default: the newest year among the "
+    "past papers].",
+)
 @FORUM_URL
 @TAXONOMY
 def assign_command(
@@ -50,6 +65,8 @@ def assign_command(
     max_load: int,
     top_k: int,
     out: Path | None,
+    coauthor_years: int | None,
+    coauthor_reference_year: int | None,
     forum_url: str,
     taxonomy_path: Path | None,
 ) -> None:
@@ -67,13 +84,30 @@ def assign_command(
 
     reader = open_run(run_dir)
     taxonomy = run_taxonomy(taxonomy_path, reader)
+    from pipeline.assign.conflicts import coauthor_notes
+
     pool = assign.load_pool(reviewers_file, taxonomy)
+    for line in pool.warnings:
+        say(f"warning: {line}", err=True)
+    policy = pool.conflict_policy.model_copy(
+        update={
+            k: v
+            for k, v in (
+                ("coauthor_years", coauthor_years),
+                ("reference_year", coauthor_reference_year),
+            )
+            if v is not None
+        }
+    )
+    papers = list(reader.papers())
+    for line in coauthor_notes(papers, pool.reviewers, policy):
+        say(f"warning: {line}", err=True)
     result = assign.assign(
-        list(reader.papers()),
+        papers,
         pool.reviewers,
         per_paper=per_paper,
         max_load=max_load,
-        policy=pool.conflict_policy,
+        policy=policy,
         top_k=top_k or None,
     )
     path = out or reader.dir / ASSIGNMENTS_FILE
