@@ -291,8 +291,8 @@ def test_zero_affinity_assignments_are_listed_by_paper():
     result = assign(papers, reviewers, per_paper=1, max_load=1)
     assert result.zero_affinity() == {"aaaa": ["x"]}
     text = summary(result)
-    assert "1 pair(s) with no matching expertise" in text
-    assert "zero-affinity assignments on 1 paper(s):\n  aaaa  Untouched topic: x" in text
+    assert "1 weak pair(s) on 1 paper(s)" in text
+    assert "weak pairs on 1 paper(s) (all in weak_pairs.csv):\n  aaaa  Untouched topic: x" in text
 
 
 def test_reviewers_page_lists_each_reviewer_their_papers_and_the_papers_left_short():

@@ -71,6 +71,7 @@ class Match:
     text: float = 0.0  # aggregated TF-IDF cosine, 0..1
     similar: str | None = None  # the most similar past paper (its title, else its opening)
     similar_cosine: float = 0.0
+    embedding: float | None = None  # embeddings source: aggregated cosine (None: not used)
 
     def reason(self, tag_label=lambda t: t) -> str:  # noqa: ANN001 - any str -> str
         """One line: shared tags, the most similar past paper, matched keywords."""

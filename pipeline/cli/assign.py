@@ -56,6 +56,35 @@ from pipeline.cli.views import FORUM_URL, RUN_DIR, TAXONOMY, open_run, run_taxon
     help="The year --coauthor-years counts back from [default: the newest year among the "
     "past papers].",
 )
+@click.option(
+    "--weak-below",
+    type=click.FloatRange(min=0.0, max=1.0),
+    default=0.1,  # outputs.DEFAULT_WEAK_BELOW (not imported: numpy)
+    show_default=True,
+    help="A pair with no shared tag, no matching keyword and text_similarity_blended below "
+    "this is weak: counted in the summary, flagged, listed in weak_pairs.csv.",
+)
+@click.option(
+    "--format",
+    "formats",
+    type=click.Choice(["csv", "openreview"]),
+    multiple=True,
+    help="Also write the assignment as OpenReview edges (openreview: "
+    "assignments.openreview.jsonl, head = paper id, tail = reviewer profile id, weight, "
+    "label). The CSV files are always written.",
+)
+@click.option(
+    "--openreview-label",
+    default="digest-assign",
+    show_default=True,
+    help="The label of every OpenReview edge (the matching configuration's title).",
+)
+@click.option(
+    "--openreview-invitation",
+    default=None,
+    help="The edge invitation to put on every OpenReview edge, e.g. "
+    "VENUE/Reviewers/-/Proposed_Assignment [default: none: add it when posting].",
+)
 @FORUM_URL
 @TAXONOMY
 def assign_command(
@@ -67,6 +96,10 @@ def assign_command(
     out: Path | None,
     coauthor_years: int | None,
     coauthor_reference_year: int | None,
+    weak_below: float,
+    formats: tuple[str, ...],
+    openreview_label: str,
+    openreview_invitation: str | None,
     forum_url: str,
     taxonomy_path: Path | None,
 ) -> None:
@@ -79,6 +112,7 @@ def assign_command(
     get its reviewers (everything else still written).
     """
     from pipeline import assign
+    from pipeline.assign import outputs
     from pipeline.assign.outputs import ASSIGNMENTS_FILE, CONFLICTS_FILE
     from pipeline.report.reviewers import REVIEWERS_FILE, write_reviewers_html
 
@@ -111,14 +145,28 @@ def assign_command(
         top_k=top_k or None,
     )
     path = out or reader.dir / ASSIGNMENTS_FILE
-    assign.write_assignments_csv(result, path, taxonomy)
+    outputs.write_assignments_csv(result, path, taxonomy, weak_below=weak_below)
     conflicts = assign.write_conflicts_csv(result, path.with_name(CONFLICTS_FILE))
+    weak = outputs.write_weak_pairs_csv(
+        result, path.with_name(outputs.WEAK_PAIRS_FILE), weak_below=weak_below
+    )
+    edges = None
+    if "openreview" in formats:
+        edges = outputs.write_openreview_edges(
+            result,
+            path.with_name(outputs.OPENREVIEW_FILE),
+            label=openreview_label,
+            invitation=openreview_invitation,
+        )
     page = write_reviewers_html(result, path.with_name(REVIEWERS_FILE), taxonomy, forum=forum_url)
-    say(assign.summary(result), lines=True)
+    say(outputs.summary(result, weak_below=weak_below), lines=True)
     for keyword, why in sorted(result.ignored_keywords.items()):
         say(f"note: keyword {keyword!r} does not count as expertise ({why})", err=True)
     say(f"assignments: {path}")
     say(f"conflicts:   {conflicts}")
+    say(f"weak pairs:  {weak}")
+    if edges is not None:
+        say(f"openreview:  {edges}")
     say(f"reviewers:   {page}")
     if result.uncovered:
         say(f"{len(result.uncovered)} paper(s) could not be covered:", err=True)
