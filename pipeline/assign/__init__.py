@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pipeline.assign.affinity import Match, Scorer, affinity, keyword_counts
+from pipeline.assign.affinity import AffinitySource, Match, Scorer, affinity, keyword_counts
 from pipeline.assign.conflicts import Conflict, declared_conflicts, derived_conflicts
 from pipeline.assign.outputs import summary, write_assignments_csv, write_conflicts_csv
 from pipeline.assign.reviewers import (
@@ -164,6 +164,7 @@ def assign(
     max_load: int,
     policy: ConflictPolicy | None = None,
     top_k: int | None = DEFAULT_TOP_K,
+    sources: Sequence[tuple[AffinitySource, float]] = (),
 ) -> AssignmentResult:
     """Assign exactly `per_paper` reviewers to every coverable paper, maximizing affinity.
 
@@ -192,7 +193,7 @@ def assign(
         [n_available - int(available[f].sum()) for f in forbidden], dtype=np.int64
     )
     with _timed(timings, "affinity model"):
-        scorer = Scorer(papers, reviewers)
+        scorer = Scorer(papers, reviewers, sources)  # sources: e.g. embeddings, weighted
     for keyword, why in sorted(scorer.ignored_keywords.items()):
         log.info("keyword %r does not count as expertise: %s", keyword, why)
 

@@ -85,6 +85,35 @@ from pipeline.cli.views import FORUM_URL, RUN_DIR, TAXONOMY, open_run, run_taxon
     help="The edge invitation to put on every OpenReview edge, e.g. "
     "VENUE/Reviewers/-/Proposed_Assignment [default: none: add it when posting].",
 )
+@click.option(
+    "--affinity",
+    "affinity_sources",
+    type=click.Choice(["builtin", "embeddings"]),
+    multiple=True,
+    help="Affinity sources beside the built-in one (tags, keywords, TF-IDF): embeddings = "
+    "cosine of vectors from the configured endpoint's /v1/embeddings, added with weight 10.",
+)
+@click.option(
+    "--embedding-model",
+    default="text-embedding-3-small",  # embeddings.DEFAULT_EMBEDDING_MODEL (not imported)
+    show_default=True,
+    help="The model --affinity embeddings asks for.",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path),
+    help="Settings file for --affinity embeddings (base_url, cache_dir) [default: "
+    "./config.yaml if present]; the key comes from OPENAI_API_KEY.",
+)
+@click.option(
+    "--base-url", help="OpenAI-compatible endpoint of --affinity embeddings (as `digest run`)."
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path),
+    help="Where --affinity embeddings caches vectors [default: the settings' cache_dir].",
+)
 @FORUM_URL
 @TAXONOMY
 def assign_command(
@@ -100,6 +129,11 @@ def assign_command(
     formats: tuple[str, ...],
     openreview_label: str,
     openreview_invitation: str | None,
+    affinity_sources: tuple[str, ...],
+    embedding_model: str,
+    config_path: Path | None,
+    base_url: str | None,
+    cache_dir: Path | None,
     forum_url: str,
     taxonomy_path: Path | None,
 ) -> None:
@@ -136,6 +170,11 @@ def assign_command(
     papers = list(reader.papers())
     for line in coauthor_notes(papers, pool.reviewers, policy):
         say(f"warning: {line}", err=True)
+    sources = []
+    if "embeddings" in affinity_sources:
+        sources.append(
+            _embeddings(papers, pool.reviewers, embedding_model, config_path, base_url, cache_dir)
+        )
     result = assign.assign(
         papers,
         pool.reviewers,
@@ -143,6 +182,7 @@ def assign_command(
         max_load=max_load,
         policy=policy,
         top_k=top_k or None,
+        sources=sources,
     )
     path = out or reader.dir / ASSIGNMENTS_FILE
     outputs.write_assignments_csv(result, path, taxonomy, weak_below=weak_below)
@@ -174,3 +214,36 @@ def assign_command(
             paper = result.papers[item.paper_id]
             say(f"  {paper.ref}: {item.reason}", err=True)
         raise SystemExit(1)
+
+
+def _embeddings(papers, reviewers, model, config_path, base_url, cache_dir):  # noqa: ANN001, ANN202
+    """The weighted embeddings source, vectors from the configured endpoint (or the cache)."""
+    from pipeline.assign import embeddings
+    from pipeline.cli.options import settings_from_flags
+    from pipeline.config import DEFAULT_BASE_URL, public_url
+    from pipeline.errors import ConfigError
+
+    settings = settings_from_flags(
+        config_path, True, {"base_url": base_url, "cache_dir": cache_dir}
+    )
+    if settings.api_key is None and not settings.base_url:
+        raise ConfigError(
+            "--affinity embeddings needs an endpoint: set OPENAI_API_KEY, or base_url "
+            "(--base-url, OPENAI_BASE_URL or config.yaml) for an OpenAI-compatible server"
+        )
+    endpoint = public_url(settings.base_url or DEFAULT_BASE_URL)
+    embed, close = embeddings.openai_embedder(settings, model)
+    stats = embeddings.EmbeddingStats()
+    try:
+        source = embeddings.embeddings_source(
+            papers, reviewers, embed, settings.cache_dir, model=model, endpoint=endpoint,
+            stats=stats,
+        )  # fmt: skip
+    finally:
+        close()
+    say(
+        f"embeddings: {stats.texts} text(s) with {model} at {endpoint}: {stats.cached} cached, "
+        f"{stats.fetched} fetched in {stats.requests} request(s)",
+        err=True,
+    )
+    return source, embeddings.EMBEDDING_WEIGHT
