@@ -198,7 +198,13 @@ def assign_command(
             label=openreview_label,
             invitation=openreview_invitation,
         )
-    page = write_reviewers_html(result, path.with_name(REVIEWERS_FILE), taxonomy, forum=forum_url)
+    page = write_reviewers_html(
+        result,
+        path.with_name(REVIEWERS_FILE),
+        taxonomy,
+        forum=forum_url,
+        weak_below=weak_below,
+    )
     say(outputs.summary(result, weak_below=weak_below), lines=True)
     for keyword, why in sorted(result.ignored_keywords.items()):
         say(f"note: keyword {keyword!r} does not count as expertise ({why})", err=True)
