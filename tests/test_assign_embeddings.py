@@ -153,3 +153,21 @@ def test_cli_affinity_embeddings_needs_an_endpoint(tmp_path, monkeypatch):
         main, ["assign", str(RUN), str(reviewers), "--per-paper", "1", "--affinity", "embeddings"]
     )
     assert res.exit_code == 2 and "--affinity embeddings needs an endpoint" in res.stderr
+
+
+def test_cli_a_refused_embeddings_request_exits_3_and_writes_nothing(server, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    wrong = "sk-wrong-key-1111111111111111111111"
+    monkeypatch.setenv("OPENAI_API_KEY", wrong)
+    run = tmp_path / "run"
+    shutil.copytree(RUN, run)
+    reviewers = tmp_path / "r.yaml"
+    reviewers.write_text("reviewers:\n  - {id: a, papers: [{title: T, abstract: words here}]}\n")
+    res = CliRunner().invoke(
+        main,
+        ["assign", str(run), str(reviewers), "--per-paper", "1", "--max-load", "6"]
+        + ["--affinity", "embeddings", "--base-url", server.base_url],
+    )
+    assert res.exit_code == 3, res.output
+    assert "refused embeddings (401" in res.stderr and wrong not in res.output
+    assert not (run / "assignments.csv").exists()

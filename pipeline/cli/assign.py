@@ -139,11 +139,13 @@ def assign_command(
 ) -> None:
     """Assign exactly --per-paper reviewers to each paper, maximizing total affinity.
 
-    RUN_DIR may be `latest`. Writes assignments.csv (one row per pair, with the reason for
-    its affinity), conflicts.csv (every declared or derived conflict, with its reason) and
-    reviewers.html (each reviewer's papers and load, papers left short). Exit 2 when a
-    conflict in REVIEWERS_FILE names no paper of the run; exit 1 when some paper could not
-    get its reviewers (everything else still written).
+    RUN_DIR may be `latest`. Writes, in submission-number order, assignments.csv (one row per
+    pair: the reason for its affinity, each score in a labelled column, a weak flag),
+    conflicts.csv (every declared or derived conflict, with its reason), weak_pairs.csv
+    (pairs with no shared tag or keyword and faint text) and reviewers.html (by paper and by
+    reviewer, with search; papers left short first). Exit 2 when a conflict in
+    REVIEWERS_FILE names no paper of the run; exit 1 when some paper could not get its
+    reviewers (everything else still written).
     """
     from pipeline import assign
     from pipeline.assign import outputs
