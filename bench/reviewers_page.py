@@ -61,6 +61,8 @@ def _browser(page: Path) -> None:
         print(f"  DOM elements after the first render: {nodes}")
         steps = {
             "search 'rev123' (by paper)": "q.value = 'rev123'; q.dispatchEvent(new Event('input'));",
+            "search 'rev4567' (texts kept)": "q.value = 'rev4567'; "
+            "q.dispatchEvent(new Event('input'));",
             "clear the search": "q.value = ''; q.dispatchEvent(new Event('input'));",
             "show more (50 more papers)": "document.getElementById('more').click();",
             "switch to by reviewer": "document.getElementById('view-reviewers').click();",

@@ -122,6 +122,8 @@
     return s;
   }
 
+  // Search texts, made on the first search of each view and kept.
+  const texts = { papers: null, reviewers: null };
   function paperText(i) {
     const p = P[i];
     return [p[0], p[2], ...p[4].map((pair) => R[pair[0]][0] + " " + R[pair[0]][1])].join(" ").toLowerCase();
@@ -129,18 +131,25 @@
   function reviewerText(j) {
     return [R[j][0], R[j][1], ...byReviewer[j].map(([i]) => P[i][0] + " " + P[i][2])].join(" ").toLowerCase();
   }
+  function searchTexts() {
+    if (!texts[view]) {
+      texts[view] = view === "papers" ? P.map((_, i) => paperText(i)) : R.map((_, j) => reviewerText(j));
+    }
+    return texts[view];
+  }
 
   function select() {
     const needle = q.value.trim().toLowerCase();
     const weak = weakOnly.checked;
     const n = view === "papers" ? P.length : R.length;
+    const haystack = needle ? searchTexts() : null;
     matches = [];
     for (let i = 0; i < n; i++) {
       if (weak) {
         const pairs = view === "papers" ? P[i][4] : byReviewer[i].map((x) => x[1]);
         if (!pairs.some((pair) => pair[7])) continue;
       }
-      if (needle && !(view === "papers" ? paperText(i) : reviewerText(i)).includes(needle)) continue;
+      if (needle && !haystack[i].includes(needle)) continue;
       matches.push(i);
     }
     list.replaceChildren();
