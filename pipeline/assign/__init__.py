@@ -3,8 +3,9 @@
 - reviewers.py: reviewers.yaml (expertise, past papers, identity, conflicts, loads);
 - conflicts.py: declared conflicts (never silently ignored) and conflicts derived from data;
 - affinity.py: the affinity formula (tags, keywords, TF-IDF over past papers) and reasons;
+- embeddings.py: the optional `embeddings` affinity source (vectors from the endpoint);
 - solver.py: OR-Tools min-cost flow over the candidate pairs;
-- outputs.py: assignments.csv, conflicts.csv and the terminal summary.
+- outputs.py: assignments.csv, conflicts.csv, weak_pairs.csv, OpenReview edges, the summary.
 
 Candidate pruning (top-k): each paper keeps only its `top_k` (default 50) best eligible
 reviewers as arcs of the flow network, ties broken by a fixed pseudo-random order so
