@@ -85,11 +85,11 @@ def test_unknown_fields_are_warned_about_once_per_field_with_count_and_place(tmp
     a, b = pool.reviewers
     assert a.papers[1] == PastPaper(title="T", authors=("A", "B"), year=2024)
     text = "\n".join(pool.warnings)
-    assert "unknown field 'expertise' in 2 reviewer entries (first: reviewer 'a')" in text
-    assert "unknown field 'venue' in 1 top-level entry" in text
-    assert "unknown field 'venue' in 1 past paper entry (first: reviewer 'a' papers[0])" in text
-    assert "unknown field 'url' in 2 p.jsonl line entries (first: p.jsonl line 1)" in text
-    assert "unknown field 'doi' in 1 p.jsonl line entry (first: p.jsonl line 2)" in text
+    assert "unknown field 'expertise' in 2 reviewer entries (first: reviewer 'a'); left out" in text
+    assert "unknown field 'venue' in the top level; left out" in text
+    assert "unknown field 'venue' in reviewer 'a' papers[0]; left out" in text
+    assert "unknown field 'url' in 2 lines of p.jsonl (first: p.jsonl line 1)" in text
+    assert "unknown field 'doi' in p.jsonl line 2; left out" in text
     assert "attributes" not in text
     assert len(pool.warnings) == 5
 
@@ -118,7 +118,7 @@ def test_cli_writes_coauthor_conflicts_with_the_shared_paper(tmp_path):
         main, ["assign", str(run), str(reviewers), "--per-paper", "2", "--max-load", "6"]
     )
     assert res.exit_code == 0, res.output
-    assert "unknown field 'hobby' in 1 reviewer entry" in res.stderr
+    assert "unknown field 'hobby' in reviewer 'b'; left out" in res.stderr
     rows = list(csv.DictReader((run / "conflicts.csv").open(encoding="utf-8")))
     assert [(r["reviewer_id"], r["kind"], r["shared_paper"]) for r in rows] == [
         ("a", "coauthor", "Shared")

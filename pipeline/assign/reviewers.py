@@ -157,7 +157,7 @@ class _PaperRow(PastPaper):
 
 
 # Fields another part of the program adds to these models; never warned about.
-_ALSO_KNOWN = {"reviewer": frozenset({"attributes"})}
+_ALSO_KNOWN = {"reviewer entries": frozenset({"attributes"})}
 
 
 class _UnknownFields:
@@ -169,7 +169,8 @@ class _UnknownFields:
         self.first: dict[tuple[str, str], str] = {}
 
     def strip(self, value: Any, model: type[BaseModel], place: str, spot: str) -> Any:
-        """`value` without the keys `model` does not know (counted); misspellings raise."""
+        """`value` without the keys `model` does not know, counted by `place` (plural: what
+        holds them) with the first `spot` (this one); misspellings raise."""
         if not isinstance(value, dict):
             return value
         known = set(model.model_fields)
@@ -190,15 +191,16 @@ class _UnknownFields:
 
     def warnings(self) -> list[str]:
         """One line per (place, field): how often, where first, and that it was left out."""
-        return [
-            f"{self.source}: unknown field {key!r} in {n} {place} entr{'y' if n == 1 else 'ies'}"
-            f" (first: {self.first[place, key]}); left out"
-            for (place, key), n in sorted(self.counts.items())
-        ]
+        out = []
+        for (place, key), n in sorted(self.counts.items()):
+            first = self.first[place, key]
+            where = first if n == 1 else f"{n} {place} (first: {first})"
+            out.append(f"{self.source}: unknown field {key!r} in {where}; left out")
+        return out
 
 
 def _strip_unknown(data: Any, unknown: _UnknownFields) -> Any:
-    data = unknown.strip(data, ReviewerPool, "top-level", "top level")
+    data = unknown.strip(data, ReviewerPool, "the top level", "the top level")
     if not isinstance(data, dict):
         return data
     data = dict(data)
@@ -213,11 +215,11 @@ def _strip_unknown(data: Any, unknown: _UnknownFields) -> Any:
         for n, entry in enumerate(reviewers):
             rid = entry.get("id") if isinstance(entry, dict) else None
             spot = f"reviewer {rid!r}" if rid is not None else f"reviewers[{n}]"
-            entry = unknown.strip(entry, Reviewer, "reviewer", spot)
+            entry = unknown.strip(entry, Reviewer, "reviewer entries", spot)
             if isinstance(entry, dict) and isinstance(entry.get("papers"), list):
                 entry = dict(entry)
                 entry["papers"] = [
-                    unknown.strip(pp, PastPaper, "past paper", f"{spot} papers[{m}]")
+                    unknown.strip(pp, PastPaper, "past papers", f"{spot} papers[{m}]")
                     for m, pp in enumerate(entry["papers"])
                 ]
             out.append(entry)
@@ -230,7 +232,7 @@ def _past_papers(path: Path, unknown: _UnknownFields) -> dict[str, list[PastPape
     for line, row in iter_jsonl(path, loads=_PaperRow.model_validate_json):
         extra = row.model_extra or {}
         if extra:
-            unknown.strip(extra, _PaperRow, f"{path.name} line", f"{path.name} line {line}")
+            unknown.strip(extra, _PaperRow, f"lines of {path.name}", f"{path.name} line {line}")
         out.setdefault(reviewer_key(row.reviewer), []).append(
             PastPaper(title=row.title, abstract=row.abstract, authors=row.authors, year=row.year)
         )
