@@ -171,3 +171,20 @@ def test_cli_a_refused_embeddings_request_exits_3_and_writes_nothing(server, tmp
     assert res.exit_code == 3, res.output
     assert "refused embeddings (401" in res.stderr and wrong not in res.output
     assert not (run / "assignments.csv").exists()
+
+
+def test_a_long_text_is_cut_before_it_is_sent(tmp_path):
+    from pipeline.assign.embeddings import MAX_CHARS, embed_texts
+    from pipeline.cache import StageCache
+
+    sent: list[str] = []
+
+    def embed(texts):
+        sent.extend(texts)
+        return [embedding_vector(t) for t in texts]
+
+    store = StageCache(tmp_path / "e.jsonl")
+    out = embed_texts(["word " * 10_000, "short text"], embed, store, model="m", endpoint="e")
+    store.close()
+    assert [len(t) for t in sent] == [MAX_CHARS, len("short text")]
+    assert out.shape == (2, 256) and np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)

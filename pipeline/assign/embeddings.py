@@ -34,6 +34,7 @@ DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
 EMBEDDING_WEIGHT = 10.0  # affinity per unit of aggregated cosine, as the TF-IDF text's
 EMBEDDINGS_CACHE = "embeddings.jsonl"
 BATCH_INPUTS = 128  # texts per request
+MAX_CHARS = 24_000  # a text is cut here: under the 8,191-token input limit of OpenAI's models
 MAX_SHARE = 0.5  # similarity = share * best + (1 - share) * mean over the past papers
 SCHEMA_VERSION = 1
 
@@ -87,6 +88,7 @@ def embed_texts(
 ) -> np.ndarray:
     """Unit vectors of `texts` (rows; an empty text is a zero row), cache first."""
     stats = stats if stats is not None else EmbeddingStats()
+    texts = [t[:MAX_CHARS] for t in texts]
     keys = {t: embedding_key(model, endpoint, t) for t in dict.fromkeys(texts) if t.strip()}
     found: dict[str, np.ndarray] = {}
     missing: list[str] = []
