@@ -200,7 +200,7 @@ def test_load_reviewers_resolves_and_validates(tmp_path):
     for bad, msg in [
         ("reviewers:\n  - {id: a, tags: [quantum-knitting]}\n", "unknown tag 'quantum-knitting'"),
         ("reviewers:\n  - {id: a}\n  - {id: a}\n", "duplicate reviewer id 'a'"),
-        ("reviewers:\n  - {id: a, expertise: [x]}\n", "expertise"),
+        ("reviewers:\n  - {id: a, conflict: [x]}\n", "did you mean 'conflicts'"),
         ("reviewers: []\n", "no reviewers"),
     ]:
         path.write_text(bad)
@@ -237,7 +237,7 @@ def test_cli_assign_writes_csv(tmp_path):
         r for r in rows if r["paper_id"] == "97240d0de36ffdb0" and r["reviewer_id"] == "llm"
     ]
     het = next(r for r in rows if r["paper_id"] == "506c1eae6e5ec217" and r["reviewer_id"] == "gnn")
-    assert het["affinity"] == "4" and het["matching_keywords"] == "heterophilous"
+    assert het["affinity_total"] == "4" and het["matching_keywords"] == "heterophilous"
     assert het["matching_tags"] == "Graph neural networks"
 
 

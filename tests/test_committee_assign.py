@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import html
 import importlib
+import json
 import random
 from pathlib import Path
 
@@ -291,8 +292,8 @@ def test_zero_affinity_assignments_are_listed_by_paper():
     result = assign(papers, reviewers, per_paper=1, max_load=1)
     assert result.zero_affinity() == {"aaaa": ["x"]}
     text = summary(result)
-    assert "1 pair(s) with no matching expertise" in text
-    assert "zero-affinity assignments on 1 paper(s):\n  aaaa  Untouched topic: x" in text
+    assert "1 weak pair(s) on 1 paper(s)" in text
+    assert "weak pairs on 1 paper(s) (all in weak_pairs.csv):\n  aaaa  Untouched topic: x" in text
 
 
 def test_reviewers_page_lists_each_reviewer_their_papers_and_the_papers_left_short():
@@ -304,10 +305,15 @@ def test_reviewers_page_lists_each_reviewer_their_papers_and_the_papers_left_sho
     result = assign(papers, reviewers, per_paper=2, max_load=2)
     assert [u.paper_id for u in result.uncovered] == ["p1"]
     page = render_reviewers_html(result, None)
-    assert "<script" not in page and html.escape("<script>alert(1)</script>") in page
-    assert '<section class="short" id="short">' in page and "Lonely" in page
-    assert "only 1 eligible reviewer(s), 2 needed" in page
-    assert "Content-Security-Policy" in page and "script-src" not in page
+    # the page's data is script-safe JSON: a name cannot end the script element
+    assert "<script>alert" not in page and "\\u003cscript\\u003ealert(1)" in page
+    assert html.escape("<script>alert(1)</script>") not in page  # JSON-escaped, not HTML
+    data = json.loads(page.split('id="reviewers-data">')[1].split("</script>")[0])
+    assert data["papers"][0][:4] == ["p1", "", "Lonely", data["papers"][0][3]]  # short first
+    assert "only 1 eligible reviewer(s), 2 needed" in data["papers"][0][3]
+    assert '<p class="short" id="short">' in page
+    csp = html.unescape(page.split('Content-Security-Policy" content="')[1].split('"')[0])
+    assert "script-src 'sha256-" in csp and "unsafe-inline" not in csp.split("script-src")[1]
 
 
 def test_cli_assign_on_the_openreview_example(example_run, tmp_path):
@@ -330,7 +336,8 @@ def test_cli_assign_on_the_openreview_example(example_run, tmp_path):
     declared = [c for c in conflicts if c["kind"] == "declared"]
     assert len(declared) == 3  # an upper-cased OpenReview id, a number, a #number
     page = (tmp_path / "reviewers.html").read_text(encoding="utf-8")
-    assert page.count('class="reviewer"') == 24 and "load " in page
+    data = json.loads(page.split('id="reviewers-data">')[1].split("</script>")[0])
+    assert len(data["reviewers"]) == 24 and len(data["papers"]) == 48
 
 
 # ---- fixtures

@@ -3,8 +3,9 @@
 - reviewers.py: reviewers.yaml (expertise, past papers, identity, conflicts, loads);
 - conflicts.py: declared conflicts (never silently ignored) and conflicts derived from data;
 - affinity.py: the affinity formula (tags, keywords, TF-IDF over past papers) and reasons;
+- embeddings.py: the optional `embeddings` affinity source (vectors from the endpoint);
 - solver.py: OR-Tools min-cost flow over the candidate pairs;
-- outputs.py: assignments.csv, conflicts.csv and the terminal summary.
+- outputs.py: assignments.csv, conflicts.csv, weak_pairs.csv, OpenReview edges, the summary.
 
 Candidate pruning (top-k): each paper keeps only its `top_k` (default 50) best eligible
 reviewers as arcs of the flow network, ties broken by a fixed pseudo-random order so
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pipeline.assign.affinity import Match, Scorer, affinity, keyword_counts
+from pipeline.assign.affinity import AffinitySource, Match, Scorer, affinity, keyword_counts
 from pipeline.assign.conflicts import Conflict, declared_conflicts, derived_conflicts
 from pipeline.assign.outputs import summary, write_assignments_csv, write_conflicts_csv
 from pipeline.assign.reviewers import (
@@ -164,6 +165,7 @@ def assign(
     max_load: int,
     policy: ConflictPolicy | None = None,
     top_k: int | None = DEFAULT_TOP_K,
+    sources: Sequence[tuple[AffinitySource, float]] = (),
 ) -> AssignmentResult:
     """Assign exactly `per_paper` reviewers to every coverable paper, maximizing affinity.
 
@@ -192,7 +194,7 @@ def assign(
         [n_available - int(available[f].sum()) for f in forbidden], dtype=np.int64
     )
     with _timed(timings, "affinity model"):
-        scorer = Scorer(papers, reviewers)
+        scorer = Scorer(papers, reviewers, sources)  # sources: e.g. embeddings, weighted
     for keyword, why in sorted(scorer.ignored_keywords.items()):
         log.info("keyword %r does not count as expertise: %s", keyword, why)
 

@@ -26,6 +26,11 @@ or more capitals: "CLIP" is not "clip"), in the title, abstract, TL;DR and keywo
 paper; one found in more than a quarter of the papers (and in at least 4) does not count
 either.
 
+More sources (`--affinity embeddings`: pipeline/assign/embeddings.py) are added with a
+weight: each is an object with a `name`, `block(rows)` (a papers x reviewers matrix like
+`Scorer.block`) and `pairs(papers, reviewers)`; an `embeddings` source's similarity is the
+pair's `Match.embedding`.
+
 Everything is computed a block of papers at a time as dense numpy rows over all reviewers,
 so 12,000 x 8,000 pairs never sit in memory at once.
 """
@@ -37,6 +42,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property
+from typing import Protocol
 
 import numpy as np
 from scipy import sparse
@@ -71,6 +77,7 @@ class Match:
     text: float = 0.0  # aggregated TF-IDF cosine, 0..1
     similar: str | None = None  # the most similar past paper (its title, else its opening)
     similar_cosine: float = 0.0
+    embedding: float | None = None  # embeddings source: aggregated cosine (None: not used)
 
     def reason(self, tag_label=lambda t: t) -> str:  # noqa: ANN001 - any str -> str
         """One line: shared tags, the most similar past paper, matched keywords."""
@@ -81,7 +88,23 @@ class Match:
             bits.append(f'most similar past paper: "{self.similar}" ({self.similar_cosine:.2f})')
         if self.keywords:
             bits.append("keywords: " + ", ".join(self.keywords))
+        if self.embedding is not None:
+            bits.append(f"embedding similarity {self.embedding:.2f}")
         return "; ".join(bits) if bits else "no matching expertise"
+
+
+class AffinitySource(Protocol):
+    """A named affinity source: a papers x reviewers score matrix, a block of papers at a time."""
+
+    name: str
+
+    def block(self, rows: np.ndarray) -> np.ndarray:
+        """Scores of some papers (rows) for every reviewer: float32 (rows x reviewers)."""
+        ...
+
+    def pairs(self, papers: np.ndarray, reviewers: np.ndarray) -> np.ndarray:
+        """The score of each (papers[n], reviewers[n]) pair."""
+        ...
 
 
 @cache
@@ -138,9 +161,15 @@ def _snippet(title: str | None, text: str) -> str:
 class Scorer:
     """The affinity of every (paper, reviewer) pair of one assignment, by blocks of papers."""
 
-    def __init__(self, papers: Sequence[Paper], reviewers: Sequence[Reviewer]) -> None:
+    def __init__(
+        self,
+        papers: Sequence[Paper],
+        reviewers: Sequence[Reviewer],
+        sources: Sequence[tuple[AffinitySource, float]] = (),
+    ) -> None:
         self.papers = list(papers)
         self.reviewers = list(reviewers)
+        self.sources = list(sources)  # (source, weight) added to the built-in affinity
         self.n_papers = len(self.papers)
         self.n_reviewers = len(self.reviewers)
         self._tag_matrices()
@@ -291,6 +320,8 @@ class Scorer:
         out += self._keywords[rows].toarray() * KEYWORD_WEIGHT
         if self.has_text:
             out += TEXT_WEIGHT * self.text_block(rows)
+        for source, weight in self.sources:
+            out += np.float32(weight) * source.block(rows)
         return out
 
     def block_rows(self) -> int:
@@ -327,6 +358,13 @@ class Scorer:
                 firsts, where = np.unique(pair_of[at_top], return_index=True)
                 best[firsts] = past[at_top[where]]
                 best_cos[sel] = top
+        extra = np.zeros(n)
+        embedding: np.ndarray | None = None
+        for source, weight in self.sources:
+            values = np.asarray(source.pairs(papers, reviewers), dtype=np.float64)
+            extra += weight * values
+            if source.name == "embeddings":
+                embedding = values
         out = []
         for n_, (i, j) in enumerate(zip(papers.tolist(), reviewers.tolist(), strict=True)):
             paper, reviewer = self.papers[i], self.reviewers[j]
@@ -339,7 +377,7 @@ class Scorer:
                 for k in reviewer.keywords
                 if i in self._keyword_hits.get(normalize_ws(k), frozenset())
             )
-            score += KEYWORD_WEIGHT * len(found) + TEXT_WEIGHT * text[n_]
+            score += KEYWORD_WEIGHT * len(found) + TEXT_WEIGHT * text[n_] + extra[n_]
             similar, cosine = None, 0.0
             if best[n_] >= 0 and best_cos[n_] > 0:
                 pp = self._past[best[n_]]
@@ -352,6 +390,7 @@ class Scorer:
                     round(float(text[n_]), 4),
                     similar,
                     round(cosine, 4),
+                    None if embedding is None else round(float(embedding[n_]), 4),
                 )
             )
         return out

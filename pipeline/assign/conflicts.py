@@ -14,7 +14,16 @@ Derived (OpenReview-style, when the input carries authors; `conflict_policy.deri
   (`DEFAULT_IGNORED_DOMAINS`, or `conflict_policy.ignore_domains` to replace the list), and
   a shared public suffix never does either (ox.ac.uk and cam.ac.uk do not conflict);
 - institution: a reviewer's `institutions` entry equals an author affiliation (case,
-  spacing, punctuation and a leading "the" ignored).
+  spacing, punctuation and a leading "the" ignored);
+- coauthor: an author of the paper is a co-author of one of the reviewer's past papers
+  (`authors`) whose `year` is within the last `conflict_policy.coauthor_years` years
+  (default 3: with reference year Y, papers of Y-2, Y-1 and Y, and later ones). Y is
+  `conflict_policy.reference_year` (`--coauthor-reference-year`), else the newest year
+  among all past papers, so the same files always give the same conflicts. A past paper
+  without a year counts (recency cannot be ruled out).
+
+Person names are compared with accents, case, punctuation and spacing folded away
+("José Núñez" = "jose  nunez"); the reviewer's own name on a past paper is not a co-author.
 
 Every conflict, declared or derived, is a forbidden pair and a row of conflicts.csv.
 """
@@ -22,18 +31,20 @@ Every conflict, declared or derived, is a forbidden pair and a row of conflicts.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from pipeline.assign.reviewers import ConflictPolicy, Reviewer
+from pipeline.assign.reviewers import ConflictPolicy, PastPaper, Reviewer
 from pipeline.errors import InputError
+from pipeline.folding import fold
 from pipeline.rundir import Paper
 from pipeline.text import normalize_ws
 from pipeline.triage import paper_keys
 
-ConflictKind = Literal["declared", "author", "domain", "institution"]
+ConflictKind = Literal["declared", "author", "domain", "institution", "coauthor"]
 
 DEFAULT_IGNORED_DOMAINS = (
     "gmail.com",
@@ -73,6 +84,7 @@ class Conflict:
     reviewer: str  # reviewer id
     kind: ConflictKind
     reason: str
+    shared_paper: str = ""  # coauthor: the title of the past paper they wrote together
 
 
 def _email_domain(value: str) -> str | None:
@@ -104,8 +116,14 @@ def _institution(name: str) -> str:
     return text[4:] if text.startswith("the ") else text
 
 
-def _person(name: str) -> str:
-    return normalize_ws(_PUNCT.sub(" ", name.casefold()))
+def person_key(name: str) -> str:
+    """A person's name as names are compared: accents, case, punctuation, spacing folded."""
+    text = fold(name).text
+    text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return normalize_ws(_PUNCT.sub(" ", text.casefold()))
+
+
+_person = person_key
 
 
 def declared_conflicts(papers: Iterable[Paper], reviewers: Iterable[Reviewer]) -> list[Conflict]:
@@ -161,9 +179,11 @@ class _Identity:
 def derived_conflicts(
     papers: Iterable[Paper], reviewers: Iterable[Reviewer], policy: ConflictPolicy
 ) -> list[Conflict]:
-    """Conflicts from the data: reviewer is an author, or shares a domain or institution."""
+    """Conflicts from the data: reviewer is an author or a recent co-author, or shares a
+    domain or institution with one."""
     if not policy.derive:
         return []
+    reviewers = list(reviewers)
     ignored = {
         d.lower()
         for d in (
@@ -189,8 +209,10 @@ def derived_conflicts(
             by_inst[key].append((r.id, written))
     out: dict[tuple[str, str], Conflict] = {}
 
-    def add(p: Paper, rid: str, kind: ConflictKind, reason: str) -> None:
-        out.setdefault((p.id, rid), Conflict(p.id, rid, kind, reason))
+    by_coauthor = _recent_coauthors(reviewers, policy)
+
+    def add(p: Paper, rid: str, kind: ConflictKind, reason: str, shared: str = "") -> None:
+        out.setdefault((p.id, rid), Conflict(p.id, rid, kind, reason, shared))
 
     for p in papers:
         if not (p.authors or p.authorids or p.affiliations):
@@ -212,4 +234,65 @@ def derived_conflicts(
         for a in p.affiliations:
             for rid, theirs in by_inst.get(_institution(a), ()):
                 add(p, rid, "institution", f"institution: {theirs}")
+        for name in p.authors:
+            for rid, pp, coauthor in by_coauthor.get(_person(name), ()):
+                title = pp.title or "(untitled)"
+                when = f" ({pp.year})" if pp.year is not None else " (no year)"
+                add(
+                    p,
+                    rid,
+                    "coauthor",
+                    f"coauthor: author {name} wrote {title!r}{when} with the reviewer "
+                    f"(as {coauthor})",
+                    shared=title,
+                )
     return list(out.values())
+
+
+def reference_year(reviewers: Iterable[Reviewer], policy: ConflictPolicy) -> int | None:
+    """The year co-authorship counts back from: the policy's, else the newest past paper's."""
+    if policy.reference_year is not None:
+        return policy.reference_year
+    years = [pp.year for r in reviewers for pp in r.papers if pp.year is not None]
+    return max(years) if years else None
+
+
+def _recent_coauthors(
+    reviewers: Iterable[Reviewer], policy: ConflictPolicy
+) -> dict[str, list[tuple[str, PastPaper, str]]]:
+    """Folded co-author name -> (reviewer id, the shared past paper, the name as written)."""
+    reviewers = list(reviewers)
+    out: dict[str, list[tuple[str, PastPaper, str]]] = defaultdict(list)
+    if policy.coauthor_years <= 0:
+        return out
+    ref = reference_year(reviewers, policy)
+    since = None if ref is None else ref - policy.coauthor_years + 1
+    for r in reviewers:
+        own = _person(r.name) if r.name else None
+        for pp in r.papers:
+            if pp.year is not None and since is not None and pp.year < since:
+                continue
+            for author in pp.authors:
+                key = _person(author)
+                if key and key != own and not any(x[0] == r.id for x in out[key]):
+                    out[key].append((r.id, pp, author))
+    return out
+
+
+def coauthor_notes(
+    papers: Iterable[Paper], reviewers: Iterable[Reviewer], policy: ConflictPolicy
+) -> list[str]:
+    """Why co-author conflicts could not apply, when past papers name authors (one line)."""
+    reviewers = list(reviewers)
+    if not policy.derive or policy.coauthor_years <= 0:
+        return []
+    with_authors = sum(1 for r in reviewers for pp in r.papers if pp.authors)
+    if not with_authors:
+        return []
+    if not any(p.authors for p in papers):
+        return [
+            f"{with_authors} past paper(s) name their authors but no submission of this run "
+            "carries authors: co-author conflicts cannot apply (give authors in the input, "
+            "e.g. OpenReview notes' content.authors or an 'authors' column)"
+        ]
+    return []

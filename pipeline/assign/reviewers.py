@@ -4,7 +4,8 @@
 conflict_policy:               # optional
   derive: true                 # derive conflicts from authors, e-mail domains, institutions
   ignore_domains: [gmail.com]  # replaces conflicts.DEFAULT_IGNORED_DOMAINS
-papers_file: reviewer_papers.jsonl   # optional, beside this file: {"reviewer", "title", "abstract"}
+papers_file: reviewer_papers.jsonl   # optional, beside this file: one past paper a line,
+                               # {"reviewer", "title", "abstract", "authors", "year"}
 reviewers:
   - id: amara.okafor           # unique after trimming spaces and ignoring case
     name: Amara Okafor
@@ -17,8 +18,13 @@ reviewers:
     conflicts: [rJlnfaNYvB, "12", 83025b0b2ab87d39]
     max_load: 6
     papers:
-      - {title: ..., abstract: ...}
+      - {title: ..., abstract: ..., authors: [Amara Okafor, José Núñez], year: 2024}
 ```
+
+A field none of these models knows (top level, reviewer entry, conflict_policy, past paper,
+papers_file line) is left out with a warning (`ReviewerPool.warnings`: once per field name
+and place, with a count), never silently; one that looks like a misspelt known field
+(`conflict`, `max-load`) is a ConfigError, since ignoring it could leave a conflict out.
 
 Reviewer ids are compared trimmed and case-insensitively: `a` and `"a "` are the same
 person, so listing both is an error, never two people.
@@ -26,11 +32,13 @@ person, so listing both is an error, never two people.
 
 from __future__ import annotations
 
+import difflib
 import logging
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from pipeline import yamltext
 from pipeline.errors import ConfigError
@@ -48,25 +56,32 @@ def reviewer_key(reviewer_id: str) -> str:
     return normalize_ws(reviewer_id).casefold()
 
 
-class PastPaper(BaseModel):
-    """One of a reviewer's own papers: what their text expertise is computed from."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    title: str | None = None
-    abstract: str = ""
-
-    @property
-    def text(self) -> str:
-        """Title and abstract, as the TF-IDF model reads them."""
-        return f"{self.title or ''}\n{self.abstract}".strip()
-
-
 def _strings(value: Any) -> Any:
     if isinstance(value, str):
         return (value,)
     if isinstance(value, list | tuple | set | frozenset):
         return tuple(normalize_ws(str(v)) for v in value if v is not None and str(v).strip())
     return value
+
+
+class PastPaper(BaseModel):
+    """One of a reviewer's own papers: what their text expertise is computed from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    title: str | None = None
+    abstract: str = ""
+    authors: tuple[str, ...] = ()  # every author, the reviewer among them (co-author conflicts)
+    year: int | None = Field(default=None, ge=1000, le=9999)
+
+    @field_validator("authors", mode="before")
+    @classmethod
+    def _author_list(cls, value: Any) -> Any:
+        return _strings(value)
+
+    @property
+    def text(self) -> str:
+        """Title and abstract, as the TF-IDF model reads them."""
+        return f"{self.title or ''}\n{self.abstract}".strip()
 
 
 class Reviewer(BaseModel):
@@ -115,6 +130,10 @@ class ConflictPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     derive: bool = True
     ignore_domains: tuple[str, ...] | None = None  # None: conflicts.DEFAULT_IGNORED_DOMAINS
+    # co-authors of a past paper of the last `coauthor_years` years conflict (0: none)
+    coauthor_years: int = Field(default=3, ge=0, le=100)
+    # the year they count back from; None: the newest year among the past papers
+    reference_year: int | None = Field(default=None, ge=1000, le=9999)
 
 
 class ReviewerPool(BaseModel):
@@ -124,20 +143,98 @@ class ReviewerPool(BaseModel):
     reviewers: list[Reviewer]
     papers_file: str | None = None
     conflict_policy: ConflictPolicy = ConflictPolicy()
+    _warnings: tuple[str, ...] = PrivateAttr(default=())
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What reading the files left out (unknown fields), one line each."""
+        return self._warnings
 
 
-class _PaperRow(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class _PaperRow(PastPaper):
+    model_config = ConfigDict(extra="allow", frozen=True)
     reviewer: str
-    title: str | None = None
-    abstract: str = ""
 
 
-def _past_papers(path: Path) -> dict[str, list[PastPaper]]:
+# Fields another part of the program adds to these models; never warned about.
+_ALSO_KNOWN = {"reviewer entries": frozenset({"attributes"})}
+
+
+class _UnknownFields:
+    """Unknown field names per place, counted, with the first spot each was seen."""
+
+    def __init__(self, source: Path) -> None:
+        self.source = source
+        self.counts: Counter[tuple[str, str]] = Counter()
+        self.first: dict[tuple[str, str], str] = {}
+
+    def strip(self, value: Any, model: type[BaseModel], place: str, spot: str) -> Any:
+        """`value` without the keys `model` does not know, counted by `place` (plural: what
+        holds them) with the first `spot` (this one); misspellings raise."""
+        if not isinstance(value, dict):
+            return value
+        known = set(model.model_fields)
+        unknown = [k for k in value if isinstance(k, str) and k not in known]
+        if not unknown:
+            return value
+        for key in unknown:
+            close = difflib.get_close_matches(key.replace("-", "_").lower(), known, 1, 0.8)
+            if close and close[0] != key:
+                raise ConfigError(
+                    f"{self.source}: {spot}: unknown field {key!r}; did you mean {close[0]!r}?"
+                )
+            if key in _ALSO_KNOWN.get(place, ()):
+                continue
+            self.counts[place, key] += 1
+            self.first.setdefault((place, key), spot)
+        return {k: v for k, v in value.items() if k not in unknown}
+
+    def warnings(self) -> list[str]:
+        """One line per (place, field): how often, where first, and that it was left out."""
+        out = []
+        for (place, key), n in sorted(self.counts.items()):
+            first = self.first[place, key]
+            where = first if n == 1 else f"{n} {place} (first: {first})"
+            out.append(f"{self.source}: unknown field {key!r} in {where}; left out")
+        return out
+
+
+def _strip_unknown(data: Any, unknown: _UnknownFields) -> Any:
+    data = unknown.strip(data, ReviewerPool, "the top level", "the top level")
+    if not isinstance(data, dict):
+        return data
+    data = dict(data)
+    data["conflict_policy"] = unknown.strip(
+        data.get("conflict_policy"), ConflictPolicy, "conflict_policy", "conflict_policy"
+    )
+    if data["conflict_policy"] is None:
+        del data["conflict_policy"]
+    reviewers = data.get("reviewers")
+    if isinstance(reviewers, list):
+        out = []
+        for n, entry in enumerate(reviewers):
+            rid = entry.get("id") if isinstance(entry, dict) else None
+            spot = f"reviewer {rid!r}" if rid is not None else f"reviewers[{n}]"
+            entry = unknown.strip(entry, Reviewer, "reviewer entries", spot)
+            if isinstance(entry, dict) and isinstance(entry.get("papers"), list):
+                entry = dict(entry)
+                entry["papers"] = [
+                    unknown.strip(pp, PastPaper, "past papers", f"{spot} papers[{m}]")
+                    for m, pp in enumerate(entry["papers"])
+                ]
+            out.append(entry)
+        data["reviewers"] = out
+    return data
+
+
+def _past_papers(path: Path, unknown: _UnknownFields) -> dict[str, list[PastPaper]]:
     out: dict[str, list[PastPaper]] = {}
-    for _, row in iter_jsonl(path, loads=_PaperRow.model_validate_json):
+    for line, row in iter_jsonl(path, loads=_PaperRow.model_validate_json):
+        extra = row.model_extra or {}
+        if extra:
+            unknown.strip(extra, _PaperRow, f"lines of {path.name}", f"{path.name} line {line}")
         out.setdefault(reviewer_key(row.reviewer), []).append(
-            PastPaper(title=row.title, abstract=row.abstract)
+            PastPaper(title=row.title, abstract=row.abstract, authors=row.authors, year=row.year)
         )
     return out
 
@@ -146,6 +243,8 @@ def load_pool(path: Path, taxonomy: Taxonomy | None) -> ReviewerPool:
     """Read reviewers.yaml (and its papers_file); tags are resolved to taxonomy ids."""
     path = Path(path)
     data = yamltext.load_file(path, what="reviewers file")
+    unknown = _UnknownFields(path)
+    data = _strip_unknown(data, unknown)
     try:
         pool = ReviewerPool.model_validate(data)
     except ValidationError as exc:
@@ -153,7 +252,7 @@ def load_pool(path: Path, taxonomy: Taxonomy | None) -> ReviewerPool:
     extra: dict[str, list[PastPaper]] = {}
     if pool.papers_file:
         papers_path = path.parent / pool.papers_file
-        extra = _past_papers(papers_path)
+        extra = _past_papers(papers_path, unknown)
     seen: dict[str, str] = {}
     out: list[Reviewer] = []
     for r in pool.reviewers:
@@ -176,7 +275,9 @@ def load_pool(path: Path, taxonomy: Taxonomy | None) -> ReviewerPool:
         raise ConfigError(f"{pool.papers_file}: papers of unknown reviewer(s): {names}")
     if not out:
         raise ConfigError(f"{path}: no reviewers listed")
-    return pool.model_copy(update={"reviewers": out})
+    loaded = pool.model_copy(update={"reviewers": out})
+    loaded._warnings = tuple(unknown.warnings())
+    return loaded
 
 
 def load_reviewers(path: Path, taxonomy: Taxonomy | None) -> list[Reviewer]:

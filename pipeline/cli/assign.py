@@ -41,6 +41,79 @@ from pipeline.cli.views import FORUM_URL, RUN_DIR, TAXONOMY, open_run, run_taxon
     help="Output CSV [default: RUN_DIR/assignments.csv]; conflicts.csv and reviewers.html "
     "go beside it.",
 )
+# -- conflicts, weak pairs, outputs, affinity sources (co-author conflicts ... embeddings)
+@click.option(
+    "--coauthor-years",
+    type=click.IntRange(min=0, max=100),
+    default=None,
+    help="Co-authors of a reviewer's past papers of the last N years conflict with their "
+    "papers (0 = none) [default: conflict_policy.coauthor_years, else 3].",
+)
+@click.option(
+    "--coauthor-reference-year",
+    type=click.IntRange(min=1000, max=9999),
+    default=None,
+    help="The year --coauthor-years counts back from [default: the newest year among the "
+    "past papers].",
+)
+@click.option(
+    "--weak-below",
+    type=click.FloatRange(min=0.0, max=1.0),
+    default=0.1,  # outputs.DEFAULT_WEAK_BELOW (not imported: numpy)
+    show_default=True,
+    help="A pair with no shared tag, no matching keyword and text_similarity_blended below "
+    "this is weak: counted in the summary, flagged, listed in weak_pairs.csv.",
+)
+@click.option(
+    "--format",
+    "formats",
+    type=click.Choice(["csv", "openreview"]),
+    multiple=True,
+    help="Also write the assignment as OpenReview edges (openreview: "
+    "assignments.openreview.jsonl, head = paper id, tail = reviewer profile id, weight, "
+    "label). The CSV files are always written.",
+)
+@click.option(
+    "--openreview-label",
+    default="digest-assign",
+    show_default=True,
+    help="The label of every OpenReview edge (the matching configuration's title).",
+)
+@click.option(
+    "--openreview-invitation",
+    default=None,
+    help="The edge invitation to put on every OpenReview edge, e.g. "
+    "VENUE/Reviewers/-/Proposed_Assignment [default: none: add it when posting].",
+)
+@click.option(
+    "--affinity",
+    "affinity_sources",
+    type=click.Choice(["builtin", "embeddings"]),
+    multiple=True,
+    help="Affinity sources beside the built-in one (tags, keywords, TF-IDF): embeddings = "
+    "cosine of vectors from the configured endpoint's /v1/embeddings, added with weight 10.",
+)
+@click.option(
+    "--embedding-model",
+    default="text-embedding-3-small",  # embeddings.DEFAULT_EMBEDDING_MODEL (not imported)
+    show_default=True,
+    help="The model --affinity embeddings asks for.",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path),
+    help="Settings file for --affinity embeddings (base_url, cache_dir) [default: "
+    "./config.yaml if present]; the key comes from OPENAI_API_KEY.",
+)
+@click.option(
+    "--base-url", help="OpenAI-compatible endpoint of --affinity embeddings (as `digest run`)."
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path),
+    help="Where --affinity embeddings caches vectors [default: the settings' cache_dir].",
+)
 @FORUM_URL
 @TAXONOMY
 def assign_command(
@@ -50,41 +123,98 @@ def assign_command(
     max_load: int,
     top_k: int,
     out: Path | None,
+    coauthor_years: int | None,
+    coauthor_reference_year: int | None,
+    weak_below: float,
+    formats: tuple[str, ...],
+    openreview_label: str,
+    openreview_invitation: str | None,
+    affinity_sources: tuple[str, ...],
+    embedding_model: str,
+    config_path: Path | None,
+    base_url: str | None,
+    cache_dir: Path | None,
     forum_url: str,
     taxonomy_path: Path | None,
 ) -> None:
     """Assign exactly --per-paper reviewers to each paper, maximizing total affinity.
 
-    RUN_DIR may be `latest`. Writes assignments.csv (one row per pair, with the reason for
-    its affinity), conflicts.csv (every declared or derived conflict, with its reason) and
-    reviewers.html (each reviewer's papers and load, papers left short). Exit 2 when a
-    conflict in REVIEWERS_FILE names no paper of the run; exit 1 when some paper could not
-    get its reviewers (everything else still written).
+    RUN_DIR may be `latest`. Writes, in submission-number order, assignments.csv (one row per
+    pair: the reason for its affinity, each score in a labelled column, a weak flag),
+    conflicts.csv (every declared or derived conflict, with its reason), weak_pairs.csv
+    (pairs with no shared tag or keyword and faint text) and reviewers.html (by paper and by
+    reviewer, with search; papers left short first). Exit 2 when a conflict in
+    REVIEWERS_FILE names no paper of the run; exit 1 when some paper could not get its
+    reviewers (everything else still written).
     """
     from pipeline import assign
+    from pipeline.assign import outputs
     from pipeline.assign.outputs import ASSIGNMENTS_FILE, CONFLICTS_FILE
     from pipeline.report.reviewers import REVIEWERS_FILE, write_reviewers_html
 
     reader = open_run(run_dir)
     taxonomy = run_taxonomy(taxonomy_path, reader)
+    from pipeline.assign.conflicts import coauthor_notes
+
     pool = assign.load_pool(reviewers_file, taxonomy)
+    for line in pool.warnings:
+        say(f"warning: {line}", err=True)
+    policy = pool.conflict_policy.model_copy(
+        update={
+            k: v
+            for k, v in (
+                ("coauthor_years", coauthor_years),
+                ("reference_year", coauthor_reference_year),
+            )
+            if v is not None
+        }
+    )
+    papers = list(reader.papers())
+    for line in coauthor_notes(papers, pool.reviewers, policy):
+        say(f"warning: {line}", err=True)
+    sources = []
+    if "embeddings" in affinity_sources:
+        sources.append(
+            _embeddings(papers, pool.reviewers, embedding_model, config_path, base_url, cache_dir)
+        )
     result = assign.assign(
-        list(reader.papers()),
+        papers,
         pool.reviewers,
         per_paper=per_paper,
         max_load=max_load,
-        policy=pool.conflict_policy,
+        policy=policy,
         top_k=top_k or None,
+        sources=sources,
     )
     path = out or reader.dir / ASSIGNMENTS_FILE
-    assign.write_assignments_csv(result, path, taxonomy)
+    outputs.write_assignments_csv(result, path, taxonomy, weak_below=weak_below)
     conflicts = assign.write_conflicts_csv(result, path.with_name(CONFLICTS_FILE))
-    page = write_reviewers_html(result, path.with_name(REVIEWERS_FILE), taxonomy, forum=forum_url)
-    say(assign.summary(result), lines=True)
+    weak = outputs.write_weak_pairs_csv(
+        result, path.with_name(outputs.WEAK_PAIRS_FILE), weak_below=weak_below
+    )
+    edges = None
+    if "openreview" in formats:
+        edges = outputs.write_openreview_edges(
+            result,
+            path.with_name(outputs.OPENREVIEW_FILE),
+            label=openreview_label,
+            invitation=openreview_invitation,
+        )
+    page = write_reviewers_html(
+        result,
+        path.with_name(REVIEWERS_FILE),
+        taxonomy,
+        forum=forum_url,
+        weak_below=weak_below,
+    )
+    say(outputs.summary(result, weak_below=weak_below), lines=True)
     for keyword, why in sorted(result.ignored_keywords.items()):
         say(f"note: keyword {keyword!r} does not count as expertise ({why})", err=True)
     say(f"assignments: {path}")
     say(f"conflicts:   {conflicts}")
+    say(f"weak pairs:  {weak}")
+    if edges is not None:
+        say(f"openreview:  {edges}")
     say(f"reviewers:   {page}")
     if result.uncovered:
         say(f"{len(result.uncovered)} paper(s) could not be covered:", err=True)
@@ -92,3 +222,36 @@ def assign_command(
             paper = result.papers[item.paper_id]
             say(f"  {paper.ref}: {item.reason}", err=True)
         raise SystemExit(1)
+
+
+def _embeddings(papers, reviewers, model, config_path, base_url, cache_dir):  # noqa: ANN001, ANN202
+    """The weighted embeddings source, vectors from the configured endpoint (or the cache)."""
+    from pipeline.assign import embeddings
+    from pipeline.cli.options import settings_from_flags
+    from pipeline.config import DEFAULT_BASE_URL, public_url
+    from pipeline.errors import ConfigError
+
+    settings = settings_from_flags(
+        config_path, True, {"base_url": base_url, "cache_dir": cache_dir}
+    )
+    if settings.api_key is None and not settings.base_url:
+        raise ConfigError(
+            "--affinity embeddings needs an endpoint: set OPENAI_API_KEY, or base_url "
+            "(--base-url, OPENAI_BASE_URL or config.yaml) for an OpenAI-compatible server"
+        )
+    endpoint = public_url(settings.base_url or DEFAULT_BASE_URL)
+    embed, close = embeddings.openai_embedder(settings, model)
+    stats = embeddings.EmbeddingStats()
+    try:
+        source = embeddings.embeddings_source(
+            papers, reviewers, embed, settings.cache_dir, model=model, endpoint=endpoint,
+            stats=stats,
+        )  # fmt: skip
+    finally:
+        close()
+    say(
+        f"embeddings: {stats.texts} text(s) with {model} at {endpoint}: {stats.cached} cached, "
+        f"{stats.fetched} fetched in {stats.requests} request(s)",
+        err=True,
+    )
+    return source, embeddings.EMBEDDING_WEIGHT

@@ -1,18 +1,39 @@
-"""reviewers.html: the assignment per reviewer, one self-contained static page (no script).
+"""reviewers.html: the assignment by paper and by reviewer, one self-contained page.
 
-For each reviewer: their load against their limit and every paper assigned to them, with
-the affinity and its reason (shared tags, most similar past paper, matched keywords).
-Above them: the papers left short (with why) and the zero-affinity assignments by paper.
-Every string is HTML-escaped; the Content-Security-Policy allows no script and no network.
+The page carries the assignment as one compact JSON object (`page_data`) and a small script
+(`assets/reviewers.js`) renders what is asked for, 50 entries at a time: the per-paper view
+(each paper's reviewers with the reason, the scores and a weak flag; papers left short
+first, then in submission-number order) and the per-reviewer view (each reviewer's load
+against their limit and their papers), both with a search box. So the page of 12,000
+papers and 8,000 reviewers opens at once: its DOM holds the entries on screen, not all of
+them (bench/reviewers_page.py measures size and render time).
+
+The JSON is script-safe (no `<`, `>`, `&`: pipeline/report/cards.py), the script builds the
+DOM with `textContent` only, and the Content-Security-Policy allows this one script (by
+its hash) and no network. Links go to conflicts.csv, assignments.csv and weak_pairs.csv
+beside the page.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from pipeline.assign.outputs import (
+    ASSIGNMENTS_FILE,
+    CONFLICTS_FILE,
+    DEFAULT_WEAK_BELOW,
+    WEAK_PAIRS_FILE,
+    is_weak,
+    ordered_pairs,
+    paper_order,
+)
 from pipeline.atomicfile import make_parent, write_text
+from pipeline.report.cards import script_json
+from pipeline.report.html import asset
 from pipeline.taxonomy import Taxonomy
 from pipeline.triage import DEFAULT_FORUM_URL, forum_url, lead_text, tag_label
 
@@ -20,46 +41,109 @@ if TYPE_CHECKING:
     from pipeline.assign import AssignmentResult
 
 REVIEWERS_FILE = "reviewers.html"
-_CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
-_CSS = """
-:root { --ink:#1d2330; --muted:#5f6b7a; --line:#e3e7ed; --bg:#f5f6f8; --card:#fff;
-  --accent:#2456c7; --bad:#b42318; --badbg:#fef3f2; }
-@media (prefers-color-scheme: dark) { :root { --ink:#e6e9ef; --muted:#9aa5b4; --line:#2c3442;
-  --bg:#12161d; --card:#1a202a; --accent:#8fb0ff; --bad:#ff9b8f; --badbg:#3a1d1b; } }
-* { box-sizing:border-box; }
-body { margin:0; padding:16px 24px; font:15px/1.5 system-ui,sans-serif; color:var(--ink);
-  background:var(--bg); max-width:1200px; }
-h1 { font-size:20px; margin:0 0 4px; } h2 { font-size:16px; margin:0 0 6px; }
-.muted { color:var(--muted); font-size:13px; }
-section { background:var(--card); border:1px solid var(--line); border-radius:10px;
-  padding:12px 16px; margin:12px 0; }
-table { border-collapse:collapse; width:100%; font-size:14px; }
-td, th { text-align:left; vertical-align:top; padding:4px 8px; border-top:1px solid var(--line); }
-th { font-size:12px; color:var(--muted); font-weight:600; }
-td.num { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap; }
-a { color:var(--accent); }
-.short { background:var(--badbg); color:var(--bad); }
-.zero { color:var(--bad); }
-.index { columns:3 260px; font-size:13px; }
-.index a { text-decoration:none; }
-code { font-size:12px; }
-@media (max-width:700px) { body { padding:8px; } td, th { padding:3px 4px; } }
-"""
+PAGE_SIZE = 50  # entries rendered at a time (assets/reviewers.js reads it from the data)
 
 
 def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _paper_cell(result: AssignmentResult, paper_id: str, forum: str) -> str:
-    paper = result.papers[paper_id]
-    url = forum_url(paper, forum)
-    ref = (
-        f'<a href="{_e(url)}" rel="noopener noreferrer">{_e(paper.ref)}</a>'
-        if url
-        else _e(paper.ref)
+def _csp(script: str) -> str:
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    return (
+        "default-src 'none'; style-src 'unsafe-inline'; "
+        f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
     )
-    return f"<td><code>{ref}</code></td><td>{_e(lead_text(paper))}</td>"
+
+
+class _Table:
+    """Strings stored once, referred to by index."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+        self._index: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        n = self._index.get(text)
+        if n is None:
+            n = self._index[text] = len(self.items)
+            self.items.append(text)
+        return n
+
+
+def page_data(
+    result: AssignmentResult,
+    taxonomy: Taxonomy | None,
+    *,
+    forum: str = DEFAULT_FORUM_URL,
+    weak_below: float = DEFAULT_WEAK_BELOW,
+) -> dict[str, Any]:
+    """What the page renders, compact (field by field below).
+
+    - `reviewers`: [id, name, load, limit or null, past papers, [tag index]], by name;
+    - `papers`: [ref, forum url or "", title, why short or "", [pair]]; papers left short
+      first (in the order they were reported), then in paper order;
+    - pair: [reviewer index, affinity_total, [tag index], [keyword], past-paper index or -1,
+      best_past_paper_similarity, text_similarity_blended, weak 0/1, embedding or null];
+    - `tags`, `past`: the tag labels and past-paper titles the indexes refer to.
+    """
+    label = lambda t: tag_label(taxonomy, t)  # noqa: E731
+    tags, past = _Table(), _Table()
+    loads = result.loads()
+    order = sorted(result.reviewers, key=lambda r: ((result.reviewers[r].name or r).lower(), r))
+    r_index = {r: n for n, r in enumerate(order)}
+    reviewers = [
+        [
+            r,
+            result.reviewers[r].name or "",
+            loads[r],
+            result.max_loads.get(r),
+            len(result.reviewers[r].papers),
+            [tags(label(t)) for t in result.reviewers[r].tags],
+        ]
+        for r in order
+    ]
+    pairs: dict[str, list[list[Any]]] = {}
+    for p, r, m in ordered_pairs(result):
+        pairs.setdefault(p, []).append(
+            [
+                r_index[r],
+                m.affinity,
+                [tags(label(t)) for t in m.tags],
+                list(m.keywords),
+                past(m.similar) if m.similar else -1,
+                m.similar_cosine,
+                m.text,
+                int(is_weak(m, weak_below)),
+                m.embedding,
+            ]
+        )
+    short = {u.paper_id: u.reason for u in result.uncovered}
+    paper_ids = [u.paper_id for u in result.uncovered]
+    paper_ids += sorted(
+        (p for p in result.papers if p not in short), key=lambda p: paper_order(result.papers[p])
+    )
+    papers = []
+    for p in paper_ids:
+        paper = result.papers[p]
+        papers.append(
+            [
+                paper.ref,
+                forum_url(paper, forum) or "",
+                lead_text(paper),
+                short.get(p, ""),
+                pairs.get(p, []),
+            ]
+        )
+    return {
+        "per_paper": result.per_paper,
+        "page_size": PAGE_SIZE,
+        "weak_below": weak_below,
+        "tags": tags.items,
+        "past": past.items,
+        "reviewers": reviewers,
+        "papers": papers,
+    }
 
 
 def render_reviewers_html(
@@ -68,78 +152,52 @@ def render_reviewers_html(
     *,
     title: str = "Reviewer assignment",
     forum: str = DEFAULT_FORUM_URL,
+    weak_below: float = DEFAULT_WEAK_BELOW,
 ) -> str:
-    """The per-reviewer page as a string."""
-    label = lambda t: tag_label(taxonomy, t)  # noqa: E731
-    loads = result.loads()
-    by_reviewer: dict[str, list] = {r: [] for r in result.reviewers}
-    for p, r, m in result.pairs:
-        by_reviewer[r].append((p, m))
-    zero = result.zero_affinity()
+    """The page as a string."""
+    script = asset("reviewers.js")
+    data = page_data(result, taxonomy, forum=forum, weak_below=weak_below)
+    n_weak = sum(pair[7] for paper in data["papers"] for pair in paper[4])
     out = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{_e(_CSP)}">',
+        f'<meta http-equiv="Content-Security-Policy" content="{_e(_csp(script))}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         '<meta name="referrer" content="no-referrer">',
-        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
+        f"<title>{_e(title)}</title><style>{asset('reviewers.css')}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
-        f'<p class="muted">{len(result.papers)} papers, {len(result.reviewers)} reviewers, '
-        f"{result.per_paper} per paper; {len(result.pairs)} assignments, total affinity "
-        f"{result.total_affinity:.6g}; {len(result.uncovered)} paper(s) left short; "
-        f"{len(result.conflicts)} conflict(s) (conflicts.csv)</p>",
+        f'<p class="muted" id="summary">{len(result.papers)} papers, {len(result.reviewers)} '
+        f"reviewers, {result.per_paper} per paper; {len(result.pairs)} assignments, total "
+        f"affinity {result.total_affinity:.6g}; {len(result.uncovered)} paper(s) left short; "
+        f"{n_weak} weak pair(s) (no shared tag or keyword, text similarity below "
+        f"{weak_below:g}); {len(result.conflicts)} conflict(s)</p>",
+        '<p class="files">'
+        f'<a href="{CONFLICTS_FILE}" id="conflicts-link">{CONFLICTS_FILE}</a> '
+        f'<a href="{ASSIGNMENTS_FILE}">{ASSIGNMENTS_FILE}</a> '
+        f'<a href="{WEAK_PAIRS_FILE}">{WEAK_PAIRS_FILE}</a></p>',
     ]
     if result.uncovered:
-        out.append('<section class="short" id="short"><h2>Papers left short</h2><table>')
-        out.append("<tr><th>paper</th><th>title</th><th>why</th></tr>")
-        for u in result.uncovered:
-            out.append(f"<tr>{_paper_cell(result, u.paper_id, forum)}<td>{_e(u.reason)}</td></tr>")
-        out.append("</table></section>")
-    if zero:
-        out.append('<section id="zero"><h2>Zero-affinity assignments</h2>')
         out.append(
-            '<p class="muted">Reviewers given a paper with no matching expertise.</p><table>'
+            f'<p class="short" id="short">{len(result.uncovered)} paper(s) left short: '
+            "they come first under By paper, with why.</p>"
         )
-        out.append("<tr><th>paper</th><th>title</th><th>reviewers</th></tr>")
-        for p, rs in zero.items():
-            names = ", ".join(result.reviewers[r].name or r for r in rs)
-            out.append(f"<tr>{_paper_cell(result, p, forum)}<td>{_e(names)}</td></tr>")
-        out.append("</table></section>")
-    order = sorted(result.reviewers, key=lambda r: ((result.reviewers[r].name or r).lower(), r))
-    anchors = {r: f"r{n}" for n, r in enumerate(order)}
-    out.append('<section id="index"><h2>Reviewers</h2><div class="index">')
-    for r in order:
-        limit = result.max_loads.get(r)
-        cap = f" / {limit}" if limit is not None else ""
-        out.append(
-            f'<div><a href="#{anchors[r]}">{_e(result.reviewers[r].name or r)}</a> '
-            f'<span class="muted">{loads[r]}{cap}</span></div>'
-        )
-    out.append("</div></section>")
-    for r in order:
-        reviewer = result.reviewers[r]
-        limit = result.max_loads.get(r)
-        cap = f" of at most {limit}" if limit is not None else ""
-        out.append(f'<section class="reviewer" id="{anchors[r]}" data-reviewer="{_e(r)}">')
-        out.append(
-            f"<h2>{_e(reviewer.name or r)} <code>{_e(r)}</code></h2>"
-            f'<p class="muted load">load {loads[r]}{cap}; '
-            f"{len(reviewer.papers)} past paper(s); tags: "
-            f"{_e(', '.join(label(t) for t in reviewer.tags) or '-')}</p>"
-        )
-        rows = sorted(by_reviewer[r], key=lambda x: -x[1].affinity)
-        if not rows:
-            out.append('<p class="muted">No papers assigned.</p></section>')
-            continue
-        out.append("<table><tr><th>paper</th><th>title</th><th>affinity</th><th>why</th></tr>")
-        for p, m in rows:
-            cls = ' class="zero"' if m.affinity <= 0 else ""
-            out.append(
-                f"<tr{cls}>{_paper_cell(result, p, forum)}"
-                f'<td class="num">{m.affinity:g}</td><td>{_e(m.reason(label))}</td></tr>'
-            )
-        out.append("</table></section>")
-    out.append("</body></html>\n")
+    out += [
+        '<nav class="views" aria-label="views">'
+        '<button type="button" id="view-papers" aria-pressed="true">By paper</button>'
+        '<button type="button" id="view-reviewers" aria-pressed="false">By reviewer</button>'
+        "</nav>",
+        '<div class="tools"><input type="search" id="q" autocomplete="off" '
+        'placeholder="Search: paper id, title, reviewer" aria-label="search">'
+        '<label><input type="checkbox" id="weak-only"> weak pairs only</label>'
+        '<span class="muted" id="count"></span></div>',
+        '<main id="list"></main>',
+        '<button type="button" id="more" hidden>Show more</button>',
+        '<noscript><p class="short">This page renders the assignment with a script; the '
+        "same data is in assignments.csv.</p></noscript>",
+        f'<script type="application/json" id="reviewers-data">{script_json(data)}</script>',
+        f"<script>{script}</script>",
+        "</body></html>\n",
+    ]
     return "\n".join(out)
 
 
@@ -149,6 +207,8 @@ def write_reviewers_html(
     taxonomy: Taxonomy | None,
     *,
     forum: str = DEFAULT_FORUM_URL,
+    weak_below: float = DEFAULT_WEAK_BELOW,
 ) -> Path:
     """Write reviewers.html atomically; returns its path."""
-    return write_text(make_parent(path), render_reviewers_html(result, taxonomy, forum=forum))
+    page = render_reviewers_html(result, taxonomy, forum=forum, weak_below=weak_below)
+    return write_text(make_parent(path), page)

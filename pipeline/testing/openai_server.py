@@ -37,6 +37,8 @@ Semantics worth knowing (see ``bench/README.md`` for running it by hand):
   Basic instead of a Bearer key; ``models`` makes ``GET /models`` misbehave (``missing``:
   404, ``html``: a 200 web page, ``wrong_shape``: 200 JSON that is not a model list,
   ``forbidden``: 403).
+- ``POST /v1/embeddings`` answers deterministic vectors (``pipeline/testing/embeddings.py``),
+  counted under the stage ``embeddings``; no faults or limits apply to it.
 - A chat request with no stage marker, no schema and no abstract (a client's connectivity
   probe) is answered ``PLAIN_ANSWER`` and counted under the stage ``chat``.
 """
@@ -68,6 +70,7 @@ from pipeline.testing.chat import (
     plain_chat,
     request_key,
 )
+from pipeline.testing.embeddings import embeddings_response
 from pipeline.testing.faults import (
     ATTEMPT_FAULTS,
     CONTENT_FAULTS,
@@ -402,6 +405,14 @@ class OpenAIServer:
             if request.method != "GET":
                 return error_response(405, "use GET", "invalid_request_error", "method_not_allowed")
             return self._models(request, path)
+        if path == "/embeddings":  # embeddings.py: deterministic hashed bag-of-words vectors
+            if request.method != "POST":
+                return error_response(
+                    405, "use POST", "invalid_request_error", "method_not_allowed"
+                )
+            with self._stats.lock:
+                self._stats.by_stage["embeddings"] += 1
+            return self._auth_error(request) or embeddings_response(request)
         if path.lstrip("/").split("/", 1)[0] in ("files", "batches"):  # batch_api.py
             return self._auth_error(request) or self._batch_api.handle(request, path)
         if path == "/_bench/stats":
