@@ -13,6 +13,7 @@ import importlib.util
 import json
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -128,13 +129,13 @@ def test_ray_engine_writes_the_local_engines_summaries_and_a_warm_rerun_sends_no
     assert ray_manifest["requests_sent"] == ray_requests
     assert ray_manifest["config"]["engine"] == "ray"
     # The Ray engine's answers were cached by the driver: a rerun serves them all and
-    # never starts Ray.
+    # never gives Ray a batch.
     import pipeline.engine.ray_engine as ray_engine
 
-    def no_ray(settings):
-        raise AssertionError("a warm run started Ray")
+    def no_batches(*args, **kwargs):
+        raise AssertionError("a warm run gave Ray a batch")
 
-    monkeypatch.setattr(ray_engine, "ray_session", no_ray)
+    monkeypatch.setattr(ray_engine, "dispatch", no_batches)
     port = int(ray_.manifest.config["base_url"].split(":")[2][:-3])
     with OpenAIServer(ServerConfig(seed=SEED, port=port), answer_fn=answer) as server:
         s = settings(tmp_path, server, "ray", engine="ray", out_dir=tmp_path / "warm")
@@ -259,7 +260,7 @@ def test_the_driver_keeps_counts_not_outputs_of_the_ok_answers_it_cached():
     )
     runner, answered = _Runner(), {}
     backend = RayBackend.__new__(RayBackend)
-    backend.actors = {}
+    backend.actors, backend.nodes = {}, Counter()
     _take(payload, pending, runner, backend, NoProgress(), answered)
 
     assert runner.stored["k-ok"]["output"] == ok and len(runner.stored["k-ok"]["dropped"]) == 1
@@ -282,7 +283,7 @@ def _feed_payload(i: int, *, fatal: bool = False) -> dict:
         pair |= {"answer": {**answer, "attempts": 1, "tokens_in": 1, "tokens_out": 1,
                             "tokens_cached": 0, "requests": 1}, "ms": 5.0}  # fmt: skip
     payload = {"actor": "a", "counts": {"n": i, "sent": {}, "retries": {}, "pauses": 0}}
-    return {"result": json.dumps({**payload, "pairs": [pair]})}
+    return {**payload, "pairs": [pair]}
 
 
 def _feed(rows):
@@ -295,7 +296,7 @@ def _feed(rows):
         keys=[{"claims": f"k{i}"} for i in range(3)],
     )
     backend = RayBackend.__new__(RayBackend)
-    backend.actors = {}
+    backend.actors, backend.nodes = {}, Counter()
     runner = _Runner()
     return RayFeed(rows, pending, runner, backend, NoProgress(), 0.0), runner
 
