@@ -438,3 +438,42 @@ def test_hostile_answers_fail_their_own_pair_on_ray_as_locally(tmp_path, local_r
             corpus,
         )
     assert untimed(runs["ray"].run_dir) == untimed(runs["local"].run_dir)
+
+
+@needs_ray
+def test_ray_starts_while_the_inputs_and_the_cache_are_read(
+    tmp_path, corpus, local_ray, digest_at, monkeypatch
+):
+    """`ray.init` and the actor pool start in the background when the engine is chosen:
+    the start is under way while the inputs are read and while the cache pass runs, each of
+    which waits here (bounded) for it to begin."""
+    import threading
+
+    import pipeline.cli.run as cli_run
+    import pipeline.engine.ray_engine as ray_engine
+
+    connecting = threading.Event()
+    seen: dict[str, bool] = {}
+    real_connect = getattr(ray_engine, "connect", None)
+    real_read, real_pending = cli_run.read_inputs, ray_engine.pending_pairs
+
+    def connect(settings):
+        connecting.set()
+        return real_connect(settings) if real_connect else None
+
+    def read_inputs(*args, **kwargs):
+        seen["while reading inputs"] = connecting.wait(30)
+        return real_read(*args, **kwargs)
+
+    def pending_pairs(*args, **kwargs):
+        seen["during the cache pass"] = connecting.wait(30)
+        return real_pending(*args, **kwargs)
+
+    monkeypatch.setattr(ray_engine, "connect", connect, raising=False)
+    monkeypatch.setattr(cli_run, "read_inputs", read_inputs)
+    monkeypatch.setattr(ray_engine, "pending_pairs", pending_pairs)
+    with OpenAIServer(ServerConfig(seed=SEED), answer_fn=answer) as server:
+        result = digest_at(server.base_url, corpus, "--engine", "ray", "--stages", "tldr")
+        assert server.stats()["requests"] == N_ABSTRACTS
+    assert result.exit_code == 0, result.stderr
+    assert seen == {"while reading inputs": True, "during the cache pass": True}
