@@ -154,6 +154,10 @@ class RayBackend:
         """Run-wide pauses after a 429, in the actors (the local limiter counts its own)."""
         return sum(counts["pauses"] for counts in self.actors.values())
 
+    def actor_cpu_s(self) -> float:
+        """CPU seconds the actors' processes spent since they started (imports excluded)."""
+        return sum(counts.get("cpu_s", 0.0) for counts in self.actors.values())
+
     def answers_by_node(self) -> dict[str, int]:
         """(abstract, stage) pairs the actors of each Ray node answered."""
         return dict(self.nodes)
@@ -273,6 +277,7 @@ class StageActor:
         # The worker's own context, without the cache: only the driver reads and writes it.
         self.stages = RunContext(settings, cache="none").stages
         self.backend: OpenAIBackend | None = None
+        self.cpu = time.process_time()  # this process's CPU once started (imports done)
 
     def _backend(self) -> OpenAIBackend:
         # Built on first use, inside the actor's event loop: the client's connections belong
@@ -323,6 +328,7 @@ class StageActor:
             "sent": dict(backend.requests_sent),
             "retries": dict(backend.retries_by_stage),
             "pauses": backend.limiter.backoffs,
+            "cpu_s": time.process_time() - self.cpu,
         }
         return {"actor": self.id, "counts": counts, "pairs": pairs}
 
@@ -650,6 +656,14 @@ def _ask_on_ray(
                 cpu,
                 1000 * cpu / answers,
                 answers,
+            )
+        if sent := sum(backend.requests_sent.values()):
+            actor_cpu = backend.actor_cpu_s()
+            log.info(
+                "ray: actors CPU %.1fs, %.2f ms per request (%d requests)",
+                actor_cpu,
+                1000 * actor_cpu / sent,
+                sent,
             )
 
 
