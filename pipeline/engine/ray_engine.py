@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import ctypes
 import dataclasses
+import importlib.util
 import logging
 import math
 import os
@@ -92,10 +93,9 @@ def require_ray() -> None:
         # when ray is first imported, so before that; a cluster address keeps Ray's default).
         os.environ.setdefault(LOOPBACK_ONLY, "0")
     os.environ.setdefault(NO_AUTO_CONNECT, "0")
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        raise ConfigError(f"--engine ray needs Ray, which is not installed: {RAY_EXTRA}") from None
+    # Found, not imported: the import (~0.5 s) happens in the background start.
+    if importlib.util.find_spec("ray") is None:
+        raise ConfigError(f"--engine ray needs Ray, which is not installed: {RAY_EXTRA}")
 
 
 def check_engine(settings: Settings) -> None:
@@ -277,7 +277,7 @@ class StageActor:
         # The worker's own context, without the cache: only the driver reads and writes it.
         self.stages = RunContext(settings, cache="none").stages
         self.backend: OpenAIBackend | None = None
-        self.cpu = time.process_time()  # this process's CPU once started (imports done)
+        self.cpu = time.process_time()  # reset by ready(), once the client is made
 
     def _backend(self) -> OpenAIBackend:
         # Built on first use, inside the actor's event loop: the client's connections belong
@@ -294,7 +294,10 @@ class StageActor:
         return self.backend
 
     async def ready(self) -> dict[str, Any]:
-        """Who this actor is: its id, node, process and prompt hashes (checked by the driver)."""
+        """Who this actor is: its id, node, process and prompt hashes (checked by the driver).
+        Its client is made here, in the start, not at the first batch."""
+        self._backend()
+        self.cpu = time.process_time()  # what the requests cost counts from here
         prompts = {name: stage.prompt_hash for name, stage in self.stages.items()}
         return {"actor": self.id, "node": self.node, "pid": os.getpid(), "prompts": prompts}
 
