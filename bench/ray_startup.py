@@ -36,7 +36,9 @@ from bench.ray_probe import machine_busy_cores, wait_quiet
 
 MODEL = "bench-model"
 LATENCY_S = 0.2
-UP_LINE = re.compile(r"ray: (\d+) actors up ([\d.]+)s after the start")
+UP_LINE = re.compile(
+    r"ray: (\d+) actors up ([\d.]+)s after the start \(Ray connected after ([\d.]+)s"
+)
 CPU_LINE = re.compile(r"ray: driver CPU ([\d.]+)s while asking, ([\d.]+) ms per answer")
 ACTOR_LINE = re.compile(r"ray: actors CPU ([\d.]+)s, ([\d.]+) ms per request")
 
@@ -46,6 +48,7 @@ class Run:
     engine: str
     to_first_request_s: float
     actors_up_s: float | None
+    connected_s: float | None  # ray.init done, after the start
     driver_ms_per_answer: float | None  # Ray phase, from the run's log
     actor_ms_per_request: float | None  # the actors' CPU, from the run's log
     phase_rate: float  # requests / (first to last arrival + latency)
@@ -92,6 +95,7 @@ def run_once(engine: str, server: Server, inputs: Path, work: Path, in_flight: i
         engine=engine,
         to_first_request_s=min(arrivals) - launched if arrivals else float("nan"),
         actors_up_s=float(up[2]) if up else None,
+        connected_s=float(up[3]) if up else None,
         driver_ms_per_answer=float(driver[2]) if driver else None,
         actor_ms_per_request=float(actor[2]) if actor else None,
         phase_rate=len(arrivals) / phase,
@@ -123,8 +127,8 @@ def main(argv: list[str] | None = None) -> int:
             got = {e: run_once(e, server, inputs, work, args.in_flight) for e in order}
             for r in got.values():
                 print(
-                    f"  {r.engine:5} first request {r.to_first_request_s:5.1f}s, actors up "
-                    f"{r.actors_up_s}, driver {r.driver_ms_per_answer} ms/answer, actors "
+                    f"  {r.engine:5} first request {r.to_first_request_s:5.1f}s, Ray connected "
+                    f"{r.connected_s}, actors up {r.actors_up_s}, driver {r.driver_ms_per_answer} ms/answer, actors "
                     f"{r.actor_ms_per_request} ms/request, {r.phase_rate:.0f} req/s asking, process "
                     f"{r.process_ms_per_answer:.2f} ms/answer, wall {r.wall_s:5.1f}s, "
                     f"{r.requests} requests, exit {r.exit_code}, machine at "

@@ -447,7 +447,8 @@ class RayStart:
         self.actors: list[Any] = []
         self.members: list[dict[str, Any]] = []  # each actor's `ready()`
         self.share: Share | None = None
-        self.up_after_s = 0.0
+        self.connected_after_s = 0.0  # ray.init done
+        self.up_after_s = 0.0  # the actors too
         self.error: BaseException | None = None
         self._up = threading.Event()
         self._release = threading.Event()
@@ -470,6 +471,7 @@ class RayStart:
 
         self.owned = connect(self.settings) is not None
         self.ray = ray
+        self.connected_after_s = time.perf_counter() - self.started
         n = actor_count(self.settings, ray)
         self.share = Share.of(self.settings, n)
         cpus = ray.cluster_resources().get("CPU", 1)
@@ -622,9 +624,11 @@ def _ask_on_ray(
         waited = time.perf_counter()
         ray_start.join()
         log.info(
-            "ray: %d actors up %.1fs after the start (%.1fs waited for them)",
+            "ray: %d actors up %.1fs after the start (Ray connected after %.1fs; %.1fs waited "
+            "for them)",
             len(ray_start.actors),
             ray_start.up_after_s,
+            ray_start.connected_after_s,
             time.perf_counter() - waited,
         )
         check.join()
