@@ -63,11 +63,11 @@ def model_rows(args: argparse.Namespace) -> list[tuple[str, ...]]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.ray_model", description=__doc__.split("\n")[0])  # fmt: skip
-    p.add_argument("--actor-ms", type=float, default=3.0, help="actor CPU ms per request (measured: bench.ray_startup)")  # fmt: skip
-    p.add_argument("--driver-ms", type=float, default=0.6, help="driver CPU ms per answer (measured: bench.ray_startup)")  # fmt: skip
+    p.add_argument("--actor-ms", type=float, default=3.38, help="actor CPU ms per request (measured: bench.ray_startup)")  # fmt: skip
+    p.add_argument("--driver-ms", type=float, default=0.33, help="driver CPU ms per answer (measured: bench.ray_startup)")  # fmt: skip
     p.add_argument("--cores-per-node", type=int, default=8)
-    p.add_argument("--nodes", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32])
-    p.add_argument("--in-flight", type=int, default=4096, help="--concurrency of the run")
+    p.add_argument("--nodes", type=int, nargs="+", default=[1, 2, 4, 8, 16])
+    p.add_argument("--in-flight", type=int, default=8192, help="--concurrency of the run")
     p.add_argument("--latency", type=float, default=2.0, help="endpoint seconds per answer")
     p.add_argument("--gbit", type=float, default=1.0, help="assumed link of each node, Gbit/s")
     p.add_argument("--request-kb", type=float, default=5.5, help="assumed request body, kB")

@@ -169,7 +169,7 @@ class RayBackend:
             self.actors[actor] = counts
 
     def preflight(self, settings: Settings) -> None:
-        """Check the endpoint once from the driver, before Ray starts (exit 3 in seconds)."""
+        """Check the endpoint once from the driver, while Ray starts (exit 3 in seconds)."""
         from pipeline.backends.openai_backend import OpenAIBackend
 
         async def check() -> None:
