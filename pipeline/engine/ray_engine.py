@@ -17,8 +17,9 @@ read): `ray.init`, then the actor pool, whose workers import the package meanwhi
 joins it before its first batch. One batch runs all the stages of its abstracts (each
 abstract's stages concurrently, as the local engine does), rather than one pool per stage:
 three pools of actors on the same cores measured slower (bench/ray_probe.py). Plain actors,
-not Ray Data: Ray Data's planning and its actors' imports (pyarrow) put ~10 s more before
-the first request (bench/ray_startup.py).
+not Ray Data: with Ray Data's planning and its workers' imports (pyarrow), and Ray started
+only after the cache pass, the first request came ~7 s later on the same loaded 2-core
+machine (bench/ray_startup.py).
 
 `ray.init()` connects to the cluster `RAY_ADDRESS` names; without it a local Ray instance
 starts with this machine's cores. Ray is imported only when this engine runs.
