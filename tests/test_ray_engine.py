@@ -477,3 +477,58 @@ def test_ray_starts_while_the_inputs_and_the_cache_are_read(
         assert server.stats()["requests"] == N_ABSTRACTS
     assert result.exit_code == 0, result.stderr
     assert seen == {"while reading inputs": True, "during the cache pass": True}
+
+
+class _FakeRay:
+    """What `dispatch` uses of ray: refs that are ready in the order they were made."""
+
+    def __init__(self) -> None:
+        self.cancelled: list[int] = []
+
+    def wait(self, refs, num_returns, timeout):
+        return [min(refs)], []
+
+    def get(self, ref):
+        return ref
+
+    def cancel(self, ref):
+        self.cancelled.append(ref)
+
+
+class _FakeActor:
+    def __init__(self, name: str, made: list) -> None:
+        self.name, self.made = name, made
+        self.answer = self
+
+    def remote(self, batch):  # `actor.answer.remote(batch)`: a ref, here a sequence number
+        self.made.append((self.name, batch))
+        return len(self.made)
+
+
+def test_dispatch_keeps_each_actor_busy_and_cancels_what_runs_when_closed():
+    from pipeline.engine.ray_engine import dispatch
+
+    made: list = []
+    ray = _FakeRay()
+    actors = [_FakeActor("a", made), _FakeActor("b", made)]
+    answers = dispatch(ray, actors, iter(range(10)), per_actor=2)
+    assert [next(answers), next(answers)] == [1, 2]
+    # Two batches each at first, then one more to the actor that returned one.
+    assert [name for name, _ in made[:4]] == ["a", "b", "a", "b"]
+    assert made[4:] == [("a", 4), ("b", 5)]
+    answers.close()
+    assert sorted(ray.cancelled) == [3, 4, 5, 6]  # running when closed: cancelled
+
+
+def test_actors_reading_other_prompts_stop_the_run_before_any_answer_is_cached():
+    from types import SimpleNamespace
+
+    from pipeline.engine.ray_engine import check_prompts
+    from pipeline.errors import ConfigError
+
+    stages = {"tldr": SimpleNamespace(prompt_hash="h1"), "tags": SimpleNamespace(prompt_hash="h2")}
+    same = {"pid": 1, "prompts": {"tldr": "h1", "tags": "h2"}}
+    check_prompts([same], stages)  # type: ignore[arg-type]
+    other = {"pid": 7, "prompts": {"tldr": "h1", "tags": "edited"}}
+    with pytest.raises(ConfigError, match="process 7 reads other prompts for tags"):
+        check_prompts([same, other], stages)  # type: ignore[arg-type]
