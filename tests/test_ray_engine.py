@@ -129,13 +129,14 @@ def test_ray_engine_writes_the_local_engines_summaries_and_a_warm_rerun_sends_no
     assert ray_manifest["requests_sent"] == ray_requests
     assert ray_manifest["config"]["engine"] == "ray"
     # The Ray engine's answers were cached by the driver: a rerun serves them all and
-    # never gives Ray a batch.
+    # never starts Ray.
     import pipeline.engine.ray_engine as ray_engine
 
-    def no_batches(*args, **kwargs):
-        raise AssertionError("a warm run gave Ray a batch")
+    def no_ray(*args, **kwargs):
+        raise AssertionError("a warm run started Ray")
 
-    monkeypatch.setattr(ray_engine, "dispatch", no_batches)
+    monkeypatch.setattr(ray_engine, "RayStart", no_ray)
+    monkeypatch.setattr(ray_engine, "dispatch", no_ray)
     port = int(ray_.manifest.config["base_url"].split(":")[2][:-3])
     with OpenAIServer(ServerConfig(seed=SEED, port=port), answer_fn=answer) as server:
         s = settings(tmp_path, server, "ray", engine="ray", out_dir=tmp_path / "warm")

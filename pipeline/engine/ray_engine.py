@@ -12,9 +12,11 @@ normal local pass (`pipeline.job`), which settles them like answers of its own: 
 folder is written by the one writer and a failed stage is reported with its failure kind,
 not asked again.
 
-Ray starts in the background when the engine is chosen (`start_ray`, before the inputs are
-read): `ray.init`, then the actor pool, whose workers import the package meanwhile. The run
-joins it before its first batch. One batch runs all the stages of its abstracts (each
+Ray starts in the background (`start_ray`): `ray.init`, then the actor pool, whose workers
+import the package meanwhile; the run joins it before its first batch. It starts when the
+engine is chosen, before the inputs are read, when the cache cannot serve the run (empty,
+or `--force`); otherwise when the cache pass finds the first pair to ask, so a warm run
+never starts Ray. One batch runs all the stages of its abstracts (each
 abstract's stages concurrently, as the local engine does), rather than one pool per stage:
 three pools of actors on the same cores measured slower (bench/ray_probe.py). Plain actors,
 not Ray Data: with Ray Data's planning and its workers' imports (pyarrow), and Ray started
@@ -362,8 +364,13 @@ class Pending:
             yield rows[at : at + size]
 
 
-def pending_pairs(runner: StageRunner, abstracts: Iterable[Abstract]) -> Pending:
-    """The (abstract, stage) pairs without a cache record (records are validated by the pass)."""
+def pending_pairs(
+    runner: StageRunner,
+    abstracts: Iterable[Abstract],
+    on_first: Callable[[], object] = lambda: None,
+) -> Pending:
+    """The (abstract, stage) pairs without a cache record (records are validated by the pass);
+    `on_first` is called when the first one is found."""
     pending = Pending()
     for abstract in abstracts:
         keys = {}
@@ -373,6 +380,8 @@ def pending_pairs(runner: StageRunner, abstracts: Iterable[Abstract]) -> Pending
             if context.settings.force or not context.has_record(stage, key):
                 keys[name] = key
         if keys:
+            if not pending.keys:
+                on_first()
             pending.abstracts.append(abstract)
             pending.keys.append(keys)
     return pending
@@ -530,11 +539,28 @@ def start_ray(settings: Settings) -> RayStart:
     return started
 
 
-def take_start(settings: Settings) -> RayStart:
-    """The run's start (begun by `start_ray` when the engine was chosen, or now)."""
-    started = start_ray(settings)
-    _STARTED.pop("run", None)
+def take_start(settings: Settings) -> RayStart | None:
+    """The run's start, when one was begun (by `start_ray`) for these settings."""
+    started = _STARTED.pop("run", None)
+    if started is not None and started.settings != settings:
+        started.shutdown()
+        return None
     return started
+
+
+def may_hold_answers(settings: Settings) -> bool:
+    """Whether the cache could serve some of this run (a stage's cache file is not empty and
+    `--force` is off): then Ray starts only once the cache pass finds a pair to ask."""
+    if settings.force:
+        return False
+    files = (settings.cache_dir / f"{name}.jsonl" for name in settings.stages)
+    return any(f.is_file() and f.stat().st_size > 0 for f in files)
+
+
+def start_early(settings: Settings) -> None:
+    """Start Ray now, while the inputs are read, unless the cache may make it unneeded."""
+    if not may_hold_answers(settings):
+        start_ray(settings)
 
 
 def check_prompts(members: list[dict[str, Any]], stages: dict[str, Stage]) -> None:
@@ -593,18 +619,24 @@ def run_with_ray(
     """Ask every uncached stage on Ray while `settle` (the local pass) runs and takes each
     answer as it arrives; ok answers are cached on arrival. FatalBackendError or ConfigError
     when a worker hit one; RunInterrupted on Ctrl-C or SIGTERM (what was cached is kept)."""
-    ray_start = take_start(settings)
+    # Started when the engine was chosen (a cold cache), else at the first uncached pair.
+    early = take_start(settings)
+    ray_start = early
     try:
-        pending = pending_pairs(runner, abstracts)
+        start = (lambda: None) if early else (lambda: start_ray(settings))
+        pending = pending_pairs(runner, abstracts, on_first=start)
+        ray_start = early or take_start(settings)
         if not pending.pairs:  # a warm run: nothing for Ray to ask
             settle()
             return
+        assert ray_start is not None
         _ask_on_ray(settings, runner, backend, pending, progress, ray_start, settle)
+        log.info("ray: done after %.1fs", time.perf_counter() - ray_start.started)
     except KeyboardInterrupt:
         raise RunInterrupted("stopped by SIGINT") from None
     finally:
-        ray_start.shutdown()
-    log.info("ray: done after %.1fs", time.perf_counter() - ray_start.started)
+        if ray_start is not None:
+            ray_start.shutdown()
 
 
 def _ask_on_ray(

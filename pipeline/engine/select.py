@@ -71,12 +71,12 @@ class RayEngine:
         self.settings = settings
 
     def check(self) -> None:
-        """No Ray extra, or the offline backend: refused; else Ray and its actors start in
-        the background while the inputs and the cache are read."""
-        from pipeline.engine.ray_engine import check_engine, start_ray
+        """No Ray extra, or the offline backend: refused; else, with a cold cache, Ray and its
+        actors start in the background while the inputs and the cache are read."""
+        from pipeline.engine.ray_engine import check_engine, start_early
 
         check_engine(self.settings)
-        start_ray(self.settings)
+        start_early(self.settings)
 
     def backend(self, limiter: Limiter, taxonomy: Taxonomy) -> Backend:
         """The actors' request counts, and a local backend for what the pass must ask."""
