@@ -3,7 +3,8 @@
     unshare -n -p -f -m --mount-proc sh -c 'ip link set lo up && python -m bench.ray_multinode'
     python -m bench.ray_multinode -n 200 --json result.json     # (inside such a namespace)
 
-Run it inside a loopback-only network namespace (the first line, as root): `ray start`
+Run it inside a loopback-only network namespace (the first line, as root; without root,
+`unshare -r -n -p -f -m --mount-proc ...` where user namespaces are allowed): `ray start`
 listens on every interface, and in the namespace there is only 127.0.0.1. It refuses to run
 outside one (a network interface other than `lo` present) unless given `--anywhere`.
 
