@@ -75,7 +75,7 @@ class Settings(BaseModel):
     force: bool = False
     progress: bool = True
     engine: Literal["local", "ray"] = Field(
-        default="local", description="local: one process; ray: the stages on Ray Data"
+        default="local", description="local: one process; ray: the stages on Ray actors"
     )
     ray_actors: int | None = Field(
         default=None, ge=1, description="Ray engine actors (default: one per CPU Ray offers)"

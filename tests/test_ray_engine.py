@@ -13,6 +13,7 @@ import importlib.util
 import json
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -131,10 +132,11 @@ def test_ray_engine_writes_the_local_engines_summaries_and_a_warm_rerun_sends_no
     # never starts Ray.
     import pipeline.engine.ray_engine as ray_engine
 
-    def no_ray(settings):
+    def no_ray(*args, **kwargs):
         raise AssertionError("a warm run started Ray")
 
-    monkeypatch.setattr(ray_engine, "ray_session", no_ray)
+    monkeypatch.setattr(ray_engine, "RayStart", no_ray)
+    monkeypatch.setattr(ray_engine, "dispatch", no_ray)
     port = int(ray_.manifest.config["base_url"].split(":")[2][:-3])
     with OpenAIServer(ServerConfig(seed=SEED, port=port), answer_fn=answer) as server:
         s = settings(tmp_path, server, "ray", engine="ray", out_dir=tmp_path / "warm")
@@ -259,7 +261,7 @@ def test_the_driver_keeps_counts_not_outputs_of_the_ok_answers_it_cached():
     )
     runner, answered = _Runner(), {}
     backend = RayBackend.__new__(RayBackend)
-    backend.actors = {}
+    backend.actors, backend.nodes = {}, Counter()
     _take(payload, pending, runner, backend, NoProgress(), answered)
 
     assert runner.stored["k-ok"]["output"] == ok and len(runner.stored["k-ok"]["dropped"]) == 1
@@ -282,7 +284,7 @@ def _feed_payload(i: int, *, fatal: bool = False) -> dict:
         pair |= {"answer": {**answer, "attempts": 1, "tokens_in": 1, "tokens_out": 1,
                             "tokens_cached": 0, "requests": 1}, "ms": 5.0}  # fmt: skip
     payload = {"actor": "a", "counts": {"n": i, "sent": {}, "retries": {}, "pauses": 0}}
-    return {"result": json.dumps({**payload, "pairs": [pair]})}
+    return {**payload, "pairs": [pair]}
 
 
 def _feed(rows):
@@ -295,7 +297,7 @@ def _feed(rows):
         keys=[{"claims": f"k{i}"} for i in range(3)],
     )
     backend = RayBackend.__new__(RayBackend)
-    backend.actors = {}
+    backend.actors, backend.nodes = {}, Counter()
     runner = _Runner()
     return RayFeed(rows, pending, runner, backend, NoProgress(), 0.0), runner
 
@@ -437,3 +439,97 @@ def test_hostile_answers_fail_their_own_pair_on_ray_as_locally(tmp_path, local_r
             corpus,
         )
     assert untimed(runs["ray"].run_dir) == untimed(runs["local"].run_dir)
+
+
+@needs_ray
+def test_ray_starts_while_the_inputs_and_the_cache_are_read(
+    tmp_path, corpus, local_ray, digest_at, monkeypatch
+):
+    """`ray.init` and the actor pool start in the background when the engine is chosen:
+    the start is under way while the inputs are read and while the cache pass runs, each of
+    which waits here (bounded) for it to begin."""
+    import threading
+
+    import pipeline.cli.run as cli_run
+    import pipeline.engine.ray_engine as ray_engine
+
+    connecting = threading.Event()
+    seen: dict[str, bool] = {}
+    real_connect = getattr(ray_engine, "connect", None)
+    real_read, real_pending = cli_run.read_inputs, ray_engine.pending_pairs
+
+    def connect(settings):
+        connecting.set()
+        return real_connect(settings) if real_connect else None
+
+    def read_inputs(*args, **kwargs):
+        seen["while reading inputs"] = connecting.wait(30)
+        return real_read(*args, **kwargs)
+
+    def pending_pairs(*args, **kwargs):
+        seen["during the cache pass"] = connecting.wait(30)
+        return real_pending(*args, **kwargs)
+
+    monkeypatch.setattr(ray_engine, "connect", connect, raising=False)
+    monkeypatch.setattr(cli_run, "read_inputs", read_inputs)
+    monkeypatch.setattr(ray_engine, "pending_pairs", pending_pairs)
+    with OpenAIServer(ServerConfig(seed=SEED), answer_fn=answer) as server:
+        result = digest_at(server.base_url, corpus, "--engine", "ray", "--stages", "tldr")
+        assert server.stats()["requests"] == N_ABSTRACTS
+    assert result.exit_code == 0, result.stderr
+    assert seen == {"while reading inputs": True, "during the cache pass": True}
+
+
+class _FakeRay:
+    """What `dispatch` uses of ray: refs that are ready in the order they were made."""
+
+    def __init__(self) -> None:
+        self.cancelled: list[int] = []
+
+    def wait(self, refs, num_returns, timeout):
+        return [min(refs)], []
+
+    def get(self, ref):
+        return ref
+
+    def cancel(self, ref):
+        self.cancelled.append(ref)
+
+
+class _FakeActor:
+    def __init__(self, name: str, made: list) -> None:
+        self.name, self.made = name, made
+        self.answer = self
+
+    def remote(self, batch):  # `actor.answer.remote(batch)`: a ref, here a sequence number
+        self.made.append((self.name, batch))
+        return len(self.made)
+
+
+def test_dispatch_keeps_each_actor_busy_and_cancels_what_runs_when_closed():
+    from pipeline.engine.ray_engine import dispatch
+
+    made: list = []
+    ray = _FakeRay()
+    actors = [_FakeActor("a", made), _FakeActor("b", made)]
+    answers = dispatch(ray, actors, iter(range(10)), per_actor=2)
+    assert [next(answers), next(answers)] == [1, 2]
+    # Two batches each at first, then one more to the actor that returned one.
+    assert [name for name, _ in made[:4]] == ["a", "b", "a", "b"]
+    assert made[4:] == [("a", 4), ("b", 5)]
+    answers.close()
+    assert sorted(ray.cancelled) == [3, 4, 5, 6]  # running when closed: cancelled
+
+
+def test_actors_reading_other_prompts_stop_the_run_before_any_answer_is_cached():
+    from types import SimpleNamespace
+
+    from pipeline.engine.ray_engine import check_prompts
+    from pipeline.errors import ConfigError
+
+    stages = {"tldr": SimpleNamespace(prompt_hash="h1"), "tags": SimpleNamespace(prompt_hash="h2")}
+    same = {"pid": 1, "prompts": {"tldr": "h1", "tags": "h2"}}
+    check_prompts([same], stages)  # type: ignore[arg-type]
+    other = {"pid": 7, "prompts": {"tldr": "h1", "tags": "edited"}}
+    with pytest.raises(ConfigError, match="process 7 reads other prompts for tags"):
+        check_prompts([same, other], stages)  # type: ignore[arg-type]

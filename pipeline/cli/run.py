@@ -37,7 +37,7 @@ from pipeline.rundir.writer import ensure_writable_dir
 @click.option(
     "--engine",
     type=click.Choice(["local", "ray"]),
-    help="local: this process; ray: the stages on Ray Data (a local instance, or the "
+    help="local: this process; ray: the stages on Ray actors (a local instance, or the "
     "cluster RAY_ADDRESS names; needs pip install -e '.[ray]').",
 )
 @run_options

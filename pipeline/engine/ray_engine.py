@@ -1,20 +1,27 @@
-"""The Ray engine (`digest run --engine ray`): the uncached stages of a run asked on Ray Data.
+"""The Ray engine (`digest run --engine ray`): the uncached stages of a run asked by Ray actors.
 
 The driver (the `digest run` process) keeps everything but the requests: it keys every
-(abstract, stage) like the local engine and leaves out the cached ones (a warm run never
-starts Ray), puts the unique abstracts with uncached stages in a dataset and runs one
-`map_batches` over an actor pool, one actor per CPU Ray offers. Each actor holds one
-`OpenAIBackend` (one async client, its share of the run's concurrency and rate limits)
-and asks each stage with the local engine's own `ask_until_valid` (same request body,
-transport retries, validation, grounding and re-asks). Actors return their answers per
-batch; the driver caches the ok ones as they arrive (it is the only cache writer) and keeps
-every answer, failed ones included, for the normal local pass (`pipeline.job`), which
-settles them like answers of its own: the run folder is written by the one writer and a
-failed stage is reported with its failure kind, not asked again.
+(abstract, stage) like the local engine and leaves out the cached ones, cuts the unique
+abstracts with uncached stages into batches and hands them to a pool of actors, one per CPU
+Ray offers, spread over the nodes. Each actor holds one `OpenAIBackend` (one async client,
+its share of the run's concurrency and rate limits) and asks each stage with the local
+engine's own `ask_until_valid` (same request body, transport retries, validation, grounding
+and re-asks). Actors return their answers per batch; the driver caches the ok ones as they
+arrive (it is the only cache writer) and keeps every answer, failed ones included, for the
+normal local pass (`pipeline.job`), which settles them like answers of its own: the run
+folder is written by the one writer and a failed stage is reported with its failure kind,
+not asked again.
 
-One `map_batches` runs all the stages of a batch (each abstract's stages concurrently, as
-the local engine does), rather than one `map_batches` per stage: one actor pool per stage
-would put three pools of actors on the same cores, which measured slower (bench/ray_probe.py).
+Ray starts in the background (`start_ray`): `ray.init`, then the actor pool, whose workers
+import the package meanwhile; the run joins it before its first batch. It starts when the
+engine is chosen, before the inputs are read, when the cache cannot serve the run (empty,
+or `--force`); otherwise when the cache pass finds the first pair to ask, so a warm run
+never starts Ray. One batch runs all the stages of its abstracts (each
+abstract's stages concurrently, as the local engine does), rather than one pool per stage:
+three pools of actors on the same cores measured slower (bench/ray_probe.py). Plain actors,
+not Ray Data: with Ray Data's planning and its workers' imports (pyarrow), and Ray started
+only after the cache pass, the first request came ~7 s later on the same loaded 2-core
+machine (bench/ray_startup.py).
 
 `ray.init()` connects to the cluster `RAY_ADDRESS` names; without it a local Ray instance
 starts with this machine's cores. Ray is imported only when this engine runs.
@@ -26,7 +33,7 @@ import asyncio
 import contextlib
 import ctypes
 import dataclasses
-import json
+import importlib.util
 import logging
 import math
 import os
@@ -35,7 +42,6 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +62,7 @@ from pipeline.errors import (
     ConfigError,
     FatalBackendError,
     OutputValidationError,
+    RunInterrupted,
 )
 from pipeline.ingest import Abstract
 from pipeline.limits import Limiter
@@ -68,16 +75,16 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RAY_EXTRA = "pip install -e '.[ray]'"
-# Abstracts per map_batches batch; Ray Data runs a few batches at once per actor, so an
-# actor has enough requests ready to fill its share of the in-flight budget.
+# Abstracts per batch (an actor call): 32 x 3 stages = 96 requests; each actor keeps enough
+# batches in flight to fill its share of the in-flight budget (`batches_in_flight`).
 BATCH_SIZE = 32
 # The local instance's object store: results are small, the default (30% of RAM) is not.
 LOCAL_OBJECT_STORE_BYTES = 512 * 1024 * 1024
-OUTPUT_BLOCK_BYTES = 1024
-BLOCKS_PER_ACTOR = 8
+# How often the driver's batch reader looks up from its wait (it stops within this).
+POLL_S = 0.05
 LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": node addresses are 127.0.0.1
-# "0": a Ray call outside `ray_session` raises instead of starting or joining some instance
-# (read when ray is first imported). Only `ray_session` connects.
+# "0": a Ray call outside `connect` raises instead of starting or joining some instance
+# (read when ray is first imported). Only `connect` connects.
 NO_AUTO_CONNECT = "RAY_ENABLE_AUTO_CONNECT"
 
 
@@ -88,13 +95,9 @@ def require_ray() -> None:
         # when ray is first imported, so before that; a cluster address keeps Ray's default).
         os.environ.setdefault(LOOPBACK_ONLY, "0")
     os.environ.setdefault(NO_AUTO_CONNECT, "0")
-    try:
-        import ray  # noqa: F401
-        import ray.data  # noqa: F401
-    except ImportError:
-        raise ConfigError(
-            f"--engine ray needs Ray Data, which is not installed: {RAY_EXTRA}"
-        ) from None
+    # Found, not imported: the import (~0.5 s) happens in the background start.
+    if importlib.util.find_spec("ray") is None:
+        raise ConfigError(f"--engine ray needs Ray, which is not installed: {RAY_EXTRA}")
 
 
 def check_engine(settings: Settings) -> None:
@@ -121,6 +124,7 @@ class RayBackend:
         self.model = settings.model
         self.local = LazyOpenAIBackend(settings, limiter)
         self.actors: dict[str, dict[str, Any]] = {}  # actor id -> its latest counts
+        self.nodes: Counter[str] = Counter()  # Ray node id -> (abstract, stage) pairs answered
 
     async def complete(self, stage: Stage, abstract: str, messages: list[dict]) -> Completion:
         """Ask locally (the pass needs this only for a cached record that went bad)."""
@@ -152,6 +156,14 @@ class RayBackend:
         """Run-wide pauses after a 429, in the actors (the local limiter counts its own)."""
         return sum(counts["pauses"] for counts in self.actors.values())
 
+    def actor_cpu_s(self) -> float:
+        """CPU seconds the actors' processes spent since they started (imports excluded)."""
+        return sum(counts.get("cpu_s", 0.0) for counts in self.actors.values())
+
+    def answers_by_node(self) -> dict[str, int]:
+        """(abstract, stage) pairs the actors of each Ray node answered."""
+        return dict(self.nodes)
+
     def tally(self, actor: str, counts: dict[str, Any]) -> None:
         """An actor's cumulative counts (reports may arrive out of order: keep the largest)."""
         seen = self.actors.get(actor)
@@ -159,7 +171,7 @@ class RayBackend:
             self.actors[actor] = counts
 
     def preflight(self, settings: Settings) -> None:
-        """Check the endpoint once from the driver, before Ray starts (exit 3 in seconds)."""
+        """Check the endpoint once from the driver, while Ray starts (exit 3 in seconds)."""
         from pipeline.backends.openai_backend import OpenAIBackend
 
         async def check() -> None:
@@ -252,31 +264,26 @@ class Share:
 
 
 class StageActor:
-    """The Ray Data UDF: one backend per actor; an async call answers a batch of abstracts."""
+    """A Ray actor: one backend; an async call answers a batch of abstracts."""
 
-    def __init__(self, settings: Settings, prompt_hashes: dict[str, str], share: Share) -> None:
+    def __init__(self, settings: Settings, share: Share) -> None:
+        import ray
+
         from pipeline.context import RunContext
 
         self.settings = settings
         self.share = share
         self.id = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.node = ray.get_runtime_context().get_node_id()
         self.calls = 0
-        self.problem: str | None = None
         # The worker's own context, without the cache: only the driver reads and writes it.
         self.stages = RunContext(settings, cache="none").stages
-        differ = [n for n, s in self.stages.items() if s.prompt_hash != prompt_hashes.get(n)]
-        if differ:  # a worker with other prompts would cache answers under the wrong keys
-            self.problem = (
-                f"the Ray worker in process {os.getpid()} reads other prompts for "
-                f"{', '.join(differ)} than the driver (prompts_dir {settings.prompts_dir}): "
-                "install the same version everywhere and put a custom prompts_dir on shared "
-                "storage at the same path"
-            )
         self.backend: OpenAIBackend | None = None
+        self.cpu = time.process_time()  # reset by ready(), once the client is made
 
     def _backend(self) -> OpenAIBackend:
-        # Built on first use, inside Ray Data's event loop (not the actor's main thread):
-        # the client's connections belong to the loop that opens them.
+        # Built on first use, inside the actor's event loop: the client's connections belong
+        # to the loop that opens them.
         if self.backend is None:
             from pipeline.backends.openai_backend import OpenAIBackend
 
@@ -287,6 +294,14 @@ class StageActor:
             )
             self.backend = OpenAIBackend(self.settings, limiter)
         return self.backend
+
+    async def ready(self) -> dict[str, Any]:
+        """Who this actor is: its id, node, process and prompt hashes (checked by the driver).
+        Its client is made here, in the start, not at the first batch."""
+        self._backend()
+        self.cpu = time.process_time()  # what the requests cost counts from here
+        prompts = {name: stage.prompt_hash for name, stage in self.stages.items()}
+        return {"actor": self.id, "node": self.node, "pid": os.getpid(), "prompts": prompts}
 
     async def _one(self, i: int, text: str, stage: Stage) -> dict[str, Any]:
         settings = self.settings
@@ -305,26 +320,22 @@ class StageActor:
         latency_ms = round((time.perf_counter() - started) * 1000, 1)
         return {"i": i, "stage": stage.name, "answer": answer_to_json(answer), "ms": latency_ms}
 
-    async def __call__(self, batch: dict[str, Any]) -> dict[str, list[str]]:
-        """Every listed stage of every abstract of the batch; one JSON row back."""
+    async def answer(self, batch: list[tuple[int, str, tuple[str, ...]]]) -> dict[str, Any]:
+        """Every listed stage of every (row, abstract, stages) of the batch, and this actor's
+        cumulative counts."""
         self.calls += 1
-        if self.problem is not None:
-            return {"result": [json.dumps({"config_error": self.problem})]}
-        jobs = [
-            self._one(int(i), str(text), self.stages[name])
-            for i, text, names in zip(batch["i"], batch["text"], batch["stages"], strict=True)
-            for name in str(names).split(",")
-        ]
+        jobs = [self._one(i, text, self.stages[name]) for i, text, names in batch for name in names]
         pairs = await asyncio.gather(*jobs)
         backend = self._backend()
         counts = {
             "n": self.calls,
+            "node": self.node,
             "sent": dict(backend.requests_sent),
             "retries": dict(backend.retries_by_stage),
             "pauses": backend.limiter.backoffs,
+            "cpu_s": time.process_time() - self.cpu,
         }
-        payload = {"actor": self.id, "counts": counts, "pairs": pairs}
-        return {"result": [json.dumps(payload, ensure_ascii=False)]}
+        return {"actor": self.id, "counts": counts, "pairs": pairs}
 
 
 # --- the driver -----------------------------------------------------------------------------
@@ -332,7 +343,7 @@ class StageActor:
 
 @dataclass
 class Pending:
-    """The uncached stages of the run: per dataset row, the abstract and (stage, key)s."""
+    """The uncached stages of the run: per row, the abstract and (stage, key)s."""
 
     abstracts: list[Abstract] = field(default_factory=list)
     keys: list[dict[str, str]] = field(default_factory=list)
@@ -342,16 +353,23 @@ class Pending:
         """How many (abstract, stage) pairs are to be asked."""
         return sum(len(k) for k in self.keys)
 
-    def rows(self) -> list[dict[str, Any]]:
-        """The dataset's rows."""
-        return [
-            {"i": i, "text": a.text, "stages": ",".join(keys)}
+    def batches(self, size: int = BATCH_SIZE) -> Iterator[list[tuple[int, str, tuple[str, ...]]]]:
+        """The rows, `size` at a time: (row, abstract text, stage names)."""
+        rows = [
+            (i, a.text, tuple(keys))
             for i, (a, keys) in enumerate(zip(self.abstracts, self.keys, strict=True))
         ]
+        for at in range(0, len(rows), size):
+            yield rows[at : at + size]
 
 
-def pending_pairs(runner: StageRunner, abstracts: Iterable[Abstract]) -> Pending:
-    """The (abstract, stage) pairs without a cache record (records are validated by the pass)."""
+def pending_pairs(
+    runner: StageRunner,
+    abstracts: Iterable[Abstract],
+    on_first: Callable[[], object] = lambda: None,
+) -> Pending:
+    """The (abstract, stage) pairs without a cache record (records are validated by the pass);
+    `on_first` is called when the first one is found."""
     pending = Pending()
     for abstract in abstracts:
         keys = {}
@@ -361,21 +379,22 @@ def pending_pairs(runner: StageRunner, abstracts: Iterable[Abstract]) -> Pending
             if context.settings.force or not context.has_record(stage, key):
                 keys[name] = key
         if keys:
+            if not pending.keys:
+                on_first()
             pending.abstracts.append(abstract)
             pending.keys.append(keys)
     return pending
 
 
-@contextmanager
-def ray_session(settings: Settings) -> Iterator[Any]:
-    """Ray, connected: the cluster `RAY_ADDRESS` names, else a local instance with this
-    machine's cores (an instance the caller already started is used and left running)."""
+def connect(settings: Settings) -> Any:
+    """Ray, connected: the cluster `RAY_ADDRESS` names, else a new local instance with this
+    machine's cores; None when the caller had connected already (their instance is used and
+    left running)."""
     require_ray()
     import ray
 
     if ray.is_initialized():
-        yield ray
-        return
+        return None
     if address := os.environ.get("RAY_ADDRESS"):
         try:
             ray.init(logging_level=logging.WARNING, log_to_driver=False)
@@ -393,10 +412,7 @@ def ray_session(settings: Settings) -> Iterator[Any]:
             logging_level=logging.WARNING,
             log_to_driver=False,
         )
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
+    return ray
 
 
 def actor_count(settings: Settings, ray: Any) -> int:
@@ -404,6 +420,172 @@ def actor_count(settings: Settings, ray: Any) -> int:
     if settings.ray_actors is not None:
         return settings.ray_actors
     return max(1, math.floor(ray.cluster_resources().get("CPU", 1)))
+
+
+class RayStart:
+    """Ray and the actor pool, started in a background thread while the driver reads its
+    inputs and its cache; `join` waits for them, `shutdown` stops what was started.
+
+    The thread lives until `shutdown`: the processes `ray.init` starts die with the thread
+    that started them (Ray sets PR_SET_PDEATHSIG on them, which Linux ties to the thread).
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.started = time.perf_counter()
+        self.ray: Any = None
+        self.owned = False  # this start called ray.init (else the caller's instance is used)
+        self.actors: list[Any] = []
+        self.members: list[dict[str, Any]] = []  # each actor's `ready()`
+        self.share: Share | None = None
+        self.connected_after_s = 0.0  # ray.init done
+        self.up_after_s = 0.0  # the actors too
+        self.error: BaseException | None = None
+        self._up = threading.Event()
+        self._release = threading.Event()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="ray-start", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._start()
+        except BaseException as exc:  # raised in the driver's thread by join()
+            self.error = exc
+        finally:
+            self.up_after_s = time.perf_counter() - self.started
+            self._up.set()
+        self._release.wait()
+
+    def _start(self) -> None:
+        import ray
+
+        self.owned = connect(self.settings) is not None
+        self.ray = ray
+        self.connected_after_s = time.perf_counter() - self.started
+        n = actor_count(self.settings, ray)
+        self.share = Share.of(self.settings, n)
+        cpus = ray.cluster_resources().get("CPU", 1)
+        # One CPU each while the cluster has one per actor, so they spread over the nodes;
+        # more actors than CPUs share them (none waits forever for a free CPU).
+        remote = ray.remote(
+            num_cpus=min(1.0, cpus / n), scheduling_strategy="SPREAD", max_restarts=0
+        )(StageActor)
+        self.actors = [remote.remote(self.settings, self.share) for _ in range(n)]
+        try:
+            self.members = ray.get([actor.ready.remote() for actor in self.actors])
+        except ray.exceptions.RayError as exc:
+            raise ConfigError(f"the Ray actors did not start: {exc}") from None
+
+    def join(self) -> RayStart:
+        """Wait until Ray and the actors are up (raises what stopped them)."""
+        while not self._up.wait(POLL_S):  # Ctrl-C lands between the waits
+            pass
+        if self.error is not None:
+            raise self.error
+        return self
+
+    def shutdown(self) -> None:
+        """Stop the actors, and Ray when this start began it (waits for a start under way)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        try:
+            self._up.wait()
+            ray = self.ray
+            if ray is not None and ray.is_initialized():
+                if self.owned:
+                    ray.shutdown()
+                else:
+                    for actor in self.actors:
+                        with contextlib.suppress(Exception):
+                            ray.kill(actor)
+        finally:
+            self._release.set()
+            self._thread.join(5)
+
+
+_STARTED: dict[str, RayStart] = {}  # the start under way in this process, if any
+
+
+def start_ray(settings: Settings) -> RayStart:
+    """Start Ray and the actors for a run of `settings` in the background (once per run: a
+    start for other settings is stopped first)."""
+    started = _STARTED.get("run")
+    if started is not None and started.settings == settings and not started._stopped:
+        return started
+    if started is not None:
+        started.shutdown()
+    started = _STARTED["run"] = RayStart(settings)
+    return started
+
+
+def take_start(settings: Settings) -> RayStart | None:
+    """The run's start, when one was begun (by `start_ray`) for these settings."""
+    started = _STARTED.pop("run", None)
+    if started is not None and started.settings != settings:
+        started.shutdown()
+        return None
+    return started
+
+
+def may_hold_answers(settings: Settings) -> bool:
+    """Whether the cache could serve some of this run (a stage's cache file is not empty and
+    `--force` is off): then Ray starts only once the cache pass finds a pair to ask."""
+    if settings.force:
+        return False
+    files = (settings.cache_dir / f"{name}.jsonl" for name in settings.stages)
+    return any(f.is_file() and f.stat().st_size > 0 for f in files)
+
+
+def start_early(settings: Settings) -> None:
+    """Start Ray now, while the inputs are read, unless the cache may make it unneeded."""
+    if not may_hold_answers(settings):
+        start_ray(settings)
+
+
+def check_prompts(members: list[dict[str, Any]], stages: dict[str, Stage]) -> None:
+    """Refuse actors that read other prompts than the driver: their answers would be cached
+    under the wrong keys."""
+    for member in members:
+        differ = [n for n, s in stages.items() if member["prompts"].get(n) != s.prompt_hash]
+        if differ:
+            raise ConfigError(
+                f"the Ray worker in process {member['pid']} reads other prompts for "
+                f"{', '.join(differ)} than the driver: install the same version everywhere "
+                "and put a custom prompts_dir on shared storage at the same path"
+            )
+
+
+def batches_in_flight(share: Share, stages: int) -> int:
+    """Batches each actor is given at once: enough requests to fill its share, plus one."""
+    return max(2, math.ceil(share.concurrency / (BATCH_SIZE * max(1, stages))) + 1)
+
+
+def dispatch(ray: Any, actors: list[Any], batches: Iterable[Any], per_actor: int) -> Iterator[Any]:
+    """Each batch's answers as they finish; an actor that returns one gets the next batch.
+    Closing the iterator cancels the batches still running."""
+    todo = iter(batches)
+    running: dict[Any, Any] = {}  # object ref -> the actor asking it
+
+    def give(actor: Any) -> None:
+        batch = next(todo, None)
+        if batch is not None:
+            running[actor.answer.remote(batch)] = actor
+
+    for _ in range(per_actor):
+        for actor in actors:
+            give(actor)
+    try:
+        while running:
+            done, _ = ray.wait(list(running), num_returns=1, timeout=POLL_S)
+            for ref in done:
+                give(running.pop(ref))
+                yield ray.get(ref)
+    finally:
+        for ref in running:
+            with contextlib.suppress(Exception):
+                ray.cancel(ref)
 
 
 def run_with_ray(
@@ -418,62 +600,92 @@ def run_with_ray(
     """Ask every uncached stage on Ray while `settle` (the local pass) runs and takes each
     answer as it arrives; ok answers are cached on arrival. FatalBackendError or ConfigError
     when a worker hit one; RunInterrupted on Ctrl-C or SIGTERM (what was cached is kept)."""
-    pending = pending_pairs(runner, abstracts)
-    if not pending.pairs:
-        settle()
-        return
-    started = time.perf_counter()
+    # Started when the engine was chosen (a cold cache), else at the first uncached pair.
+    early = take_start(settings)
+    ray_start = early
+    try:
+        start = (lambda: None) if early else (lambda: start_ray(settings))
+        pending = pending_pairs(runner, abstracts, on_first=start)
+        ray_start = early or take_start(settings)
+        if not pending.pairs:  # a warm run: nothing for Ray to ask
+            settle()
+            return
+        assert ray_start is not None
+        _ask_on_ray(settings, runner, backend, pending, progress, ray_start, settle)
+        log.info("ray: done after %.1fs", time.perf_counter() - ray_start.started)
+    except KeyboardInterrupt:
+        raise RunInterrupted("stopped by SIGINT") from None
+    finally:
+        if ray_start is not None:
+            ray_start.shutdown()
+
+
+def _ask_on_ray(
+    settings: Settings,
+    runner: StageRunner,
+    backend: RayBackend,
+    pending: Pending,
+    progress: Progress,
+    ray_start: RayStart,
+    settle: Callable[[], None],
+) -> None:
     # The endpoint is checked from the driver while Ray starts: a bad key or URL stops the
     # run before any stage request, without waiting for Ray start-up and then the check.
     failed: list[BaseException] = []
     check = threading.Thread(target=_preflight, args=(backend, settings, failed), daemon=True)
     check.start()
-    with signals_interrupt(), ray_session(settings) as ray:
-        log.info("ray: connected in %.1fs", time.perf_counter() - started)
+    with signals_interrupt():
+        waited = time.perf_counter()
+        ray_start.join()
+        log.info(
+            "ray: %d actors up %.1fs after the start (Ray connected after %.1fs; %.1fs waited "
+            "for them)",
+            len(ray_start.actors),
+            ray_start.up_after_s,
+            ray_start.connected_after_s,
+            time.perf_counter() - waited,
+        )
         check.join()
         if failed:
             raise failed[0]
-        rows = _dataset(settings, runner, pending, ray).iter_rows()
-        feed = RayFeed(rows, pending, runner, backend, progress, started)
+        check_prompts(ray_start.members, runner.stages)
+        assert ray_start.share is not None
+        per_actor = batches_in_flight(ray_start.share, len(runner.stages))
+        rows = dispatch(ray_start.ray, ray_start.actors, pending.batches(), per_actor)
+        log.info(
+            "ray: %d stages of %d abstracts on %d actors",
+            pending.pairs,
+            len(pending.abstracts),
+            len(ray_start.actors),
+        )
+        feed = RayFeed(rows, pending, runner, backend, progress, ray_start.started)
         runner.remote = feed
+        cpu = time.process_time()  # the driver's, all threads: every answer passes through it
         try:
             settle()
         finally:
             runner.remote = None
             feed.stop()  # before Ray shuts down under the reading thread
-    log.info("ray: done after %.1fs", time.perf_counter() - started)
-
-
-def _dataset(settings: Settings, runner: StageRunner, pending: Pending, ray: Any) -> Any:
-    """The pending abstracts as a dataset, mapped over the actor pool (lazy: nothing runs
-    until its rows are read)."""
-    actors = actor_count(settings, ray)
-    # Ray Data's own notes (execution finished, progress bars off) are not ours to print;
-    # its errors still are.
-    logging.getLogger("ray.data").setLevel(logging.ERROR)
-    ctx = ray.data.DataContext.get_current()
-    ctx.enable_progress_bars = False
-    ctx.print_on_execution_start = False
-    # Each batch's answers leave the actor as a block of their own, so the driver takes
-    # them as they come (the default bundles a whole task's output).
-    ctx.target_max_block_size = OUTPUT_BLOCK_BYTES
-    rows = pending.rows()
-    # Several blocks per actor, at most two tasks in flight on each: with one block per
-    # actor the first actor to start took every block and the others idled.
-    blocks = min(len(rows), actors * BLOCKS_PER_ACTOR)
-    ds = ray.data.from_items(rows, override_num_blocks=blocks)
-    log.info("ray: %d stages of %d abstracts on %d actors", pending.pairs, len(rows), actors)
-    return ds.map_batches(
-        StageActor,
-        fn_constructor_kwargs={
-            "settings": settings,
-            "prompt_hashes": {n: s.prompt_hash for n, s in runner.stages.items()},
-            "share": Share.of(settings, actors),
-        },
-        batch_size=BATCH_SIZE,
-        compute=ray.data.ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=2),
-        num_cpus=1,
-    )
+        by_node = backend.answers_by_node()
+        for node, count in sorted(by_node.items()):
+            log.info("ray: node %s answered %d pairs", node, count)
+        answers = sum(by_node.values())
+        cpu = time.process_time() - cpu
+        if answers:
+            log.info(
+                "ray: driver CPU %.1fs while asking, %.2f ms per answer (%d answers)",
+                cpu,
+                1000 * cpu / answers,
+                answers,
+            )
+        if sent := sum(backend.requests_sent.values()):
+            actor_cpu = backend.actor_cpu_s()
+            log.info(
+                "ray: actors CPU %.1fs, %.2f ms per request (%d requests)",
+                actor_cpu,
+                1000 * actor_cpu / sent,
+                sent,
+            )
 
 
 _END = object()  # the feed's last item: Ray has no more rows
@@ -486,8 +698,8 @@ class _StopReading(BaseException):
 class RayFeed:
     """The Ray phase's answers, taken as they arrive while the local pass runs.
 
-    A daemon thread reads the dataset's rows (a blocking iterator) and hands each to the
-    event loop; the loop takes it (`_take`: the cache written, the answers kept in
+    A daemon thread reads the batches' answers (`dispatch`, a blocking iterator) and hands
+    each to the event loop; the loop takes it (`_take`: the cache written, the answers kept in
     `runner.answered`) and wakes the stages waiting for those keys. All state changes happen
     on the loop's thread. A fatal answer fails every waiting stage, so the pass stops as a
     local run does; a key Ray never answered is released and the pass asks it itself.
@@ -495,7 +707,7 @@ class RayFeed:
 
     def __init__(
         self,
-        rows: Iterable[dict[str, Any]],
+        rows: Iterable[dict[str, Any]],  # each batch's answers (`StageActor.answer`)
         pending: Pending,
         runner: StageRunner,
         backend: RayBackend,
@@ -531,13 +743,14 @@ class RayFeed:
         self._task = loop.create_task(self._take_all())
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        """End the reading thread, and with it Ray Data's execution, before Ray shuts down.
+        """End the reading thread, and with it the batches still running, before Ray shuts
+        down.
 
         Ray ends the whole process (exit 1) when any thread touches it after shutdown, and
-        the row iterator's threads do until the iteration ends, which happens in the thread
-        that iterates. A thread still waiting for a row after a moment is interrupted there
-        (Ray's wait for the next block polls in Python, so it sees the exception within
-        ~10 ms) and closes the iteration on its way out; `timeout_s` bounds the wait.
+        the reading thread does until the iteration ends, which happens in the thread that
+        iterates. A thread still waiting for a row after a moment is interrupted there
+        (`dispatch` waits in slices of POLL_S, so it sees the exception within one) and
+        closes the iteration on its way out; `timeout_s` bounds the wait.
         """
         self._stopping.set()
         reader = self._reader
@@ -567,7 +780,7 @@ class RayFeed:
             item = exc
         finally:
             close = getattr(self.rows, "close", None)
-            if close is not None:  # ends Ray Data's execution from this thread, Ray still up
+            if close is not None:  # cancels what still runs from this thread, Ray still up
                 with contextlib.suppress(BaseException):
                     close()
         if self._stopping.is_set():
@@ -583,11 +796,8 @@ class RayFeed:
                     raise item
                 if not self._taken:
                     log.info("ray: first answers after %.1fs", self._elapsed())
-                payload = json.loads(item["result"])
                 answers = self.runner.answered
-                keys = _take(
-                    payload, self.pending, self.runner, self.backend, self.progress, answers
-                )
+                keys = _take(item, self.pending, self.runner, self.backend, self.progress, answers)
                 self._taken += 1
                 self._release(keys)
             log.info("ray: all answers after %.1fs", self._elapsed())
@@ -648,9 +858,8 @@ def _take(
 ) -> list[str]:
     """One batch's answers: ok ones cached, all kept for the pass (their keys returned); a
     fatal one stops."""
-    if "config_error" in payload:
-        raise ConfigError(payload["config_error"])
     backend.tally(payload["actor"], payload["counts"])
+    backend.nodes[payload["counts"].get("node", "?")] += len(payload["pairs"])
     fatal = None
     taken = []
     for pair in payload["pairs"]:

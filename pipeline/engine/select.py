@@ -24,7 +24,8 @@ class Engine(Protocol):
     """How a job's uncached stages are asked."""
 
     def check(self) -> None:
-        """Refuse a setting this engine cannot honour (before any input is read)."""
+        """Refuse a setting this engine cannot honour, and start in the background what it
+        needs (before any input is read)."""
 
     def backend(self, limiter: Limiter, taxonomy: Taxonomy) -> Backend:
         """The run's backend."""
@@ -70,10 +71,12 @@ class RayEngine:
         self.settings = settings
 
     def check(self) -> None:
-        """No Ray extra, or the offline backend: refused."""
-        from pipeline.engine.ray_engine import check_engine
+        """No Ray extra, or the offline backend: refused; else, with a cold cache, Ray and its
+        actors start in the background while the inputs and the cache are read."""
+        from pipeline.engine.ray_engine import check_engine, start_early
 
         check_engine(self.settings)
+        start_early(self.settings)
 
     def backend(self, limiter: Limiter, taxonomy: Taxonomy) -> Backend:
         """The actors' request counts, and a local backend for what the pass must ask."""
