@@ -98,7 +98,7 @@ def write_conflicts_csv(result: AssignmentResult, path: Path) -> Path:
 def summary(result: AssignmentResult) -> str:
     """Lines for the terminal: coverage, affinity, conflicts, zero-affinity papers, loads."""
     n_pairs = len(result.pairs)
-    covered = len({p for p, _, _ in result.pairs})
+    covered = result.fully_covered()
     loads = result.loads()
     mean = result.total_affinity / n_pairs if n_pairs else 0.0
     zero = result.zero_affinity()
