@@ -279,10 +279,9 @@ def assign(
     left_min = np.maximum(min_loads - fixed_per_reviewer, 0)
     available = loads > 0
     n_available = int(available.sum())
-    eligible = np.asarray(
-        [int((left_loads > 0).sum()) - int((left_loads[f] > 0).sum()) for f in forbidden],
-        dtype=np.int64,
-    )
+    can_take = left_loads > 0
+    n_can_take = int(can_take.sum())
+    eligible = np.asarray([n_can_take - int(can_take[f].sum()) for f in forbidden], dtype=np.int64)
     with _timed(timings, "affinity model"):
         scoring = scoring or Scoring()
         builtin = Scorer(papers, reviewers) if scoring.weight("builtin") else None
@@ -371,6 +370,7 @@ def assign(
                 fixed_scores=_fixed_scores(scorer, fixed.pairs, len(papers)),
                 allowed_low=chosen_mask if penalized is not None else None,
                 penalized=penalized,
+                start=chosen_mask,
             )
             solved = model.solve(fair=fair)
         chosen_mask = solved.chosen

@@ -111,10 +111,16 @@ def chair_lines(result: AssignmentResult) -> list[str]:
     lines = [fairness_line(result)]
     fair = result.fairness
     if fair is not None:
-        share = fair.floor / fair.lp_bound if fair.lp_bound > 0 else 1.0
+        got: dict[str, int] = {}
+        for p, _, _ in result.pairs:
+            got[p] = got.get(p, 0) + 1
+        totals = result.paper_totals()
+        full = [v for p, v in totals.items() if got.get(p, 0) >= result.demand.get(p, 0)]
+        floor = min(full, default=0.0)
+        share = floor / fair.lp_bound if fair.lp_bound > 0 else 1.0
         lines.append(
-            f"fair: every fully covered paper ({fair.papers_floored}) has at least "
-            f"{fair.floor:.4g}; LP max-min bound {fair.lp_bound:.4g} ({100 * share:.1f}% of it)"
+            f"fair: the weakest of the {len(full)} fully covered papers has {floor:.4g}; "
+            f"LP max-min bound {fair.lp_bound:.4g} ({100 * share:.1f}% of it)"
         )
     if result.scoring:
         lines.append(result.scoring)

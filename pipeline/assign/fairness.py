@@ -41,6 +41,7 @@ ATTEMPT_S = 120.0  # per floor tried by the fair objective
 # finds an assignment for is kept (never below what the coverage stage already reached).
 FLOOR_SHARES = (1.0, 0.995, 0.99, 0.98, 0.97, 0.96, 0.95, 0.93, 0.9, 0.85, 0.8, 0.7, 0.5, 0.0)
 FLOOR_TOL = 1e-6
+MIN_GAIN = 1e-3  # a floor this close to what is reached already is not worth any total
 
 
 @dataclass
@@ -83,6 +84,7 @@ class ConstrainedModel:
     fixed_scores: np.ndarray  # per paper, the score its fixed pairs already give
     allowed_low: np.ndarray | None = None  # mask over arcs: Very Low arcs the flow needed
     penalized: np.ndarray | None = None  # mask over arcs: Very Low bids
+    start: np.ndarray | None = None  # mask over arcs: the max-sum flow's assignment
     time_limit: float = TIME_LIMIT_S
 
     def solve(self, *, fair: bool) -> ModelResult:
@@ -220,9 +222,15 @@ class ConstrainedModel:
             bound = _lp_bound(c_t, [*grow, floor_c], t_bounds, self.time_limit)
             a_paper_total = sparse.hstack([a_floor, sparse.csr_matrix((len(full), n_slack))])
             reached = float((a_paper_total @ x1 + base_score).min()) if len(full) else 0.0
+            if self.start is not None and not self.rules and len(full):
+                # the max-sum flow's assignment (it keeps every rule there is then)
+                start = np.concatenate([self.start[idx].astype(float), np.zeros(n_slack)])
+                reached = max(reached, float((a_paper_total @ start + base_score).min()))
             x = None
             for share in FLOOR_SHARES:
-                floor = max(bound * share, reached)
+                floor = bound * share
+                if floor - reached < MIN_GAIN:  # no visible gain: keep what max-sum reached
+                    floor = reached
                 attempt = milp(
                     c3,
                     constraints=[
