@@ -272,3 +272,17 @@ def test_cli_writes_short_and_alternates_and_reads_the_chair_files(tmp_path):
         seniors.setdefault(r["paper_id"], 0)
         seniors[r["paper_id"]] += r["reviewer_id"] in {"r0", "r5"}
     assert len(seniors) == 6 and all(seniors.values())
+
+
+def test_a_required_reviewer_outside_the_top_candidates_is_still_found():
+    # with --top-k 1 every paper's only candidate is a junior; the seniors come in anyway
+    rs = [Reviewer(id=f"j{k}", attributes={"seniority": "junior"}) for k in range(3)]
+    rs += [Reviewer(id=f"s{k}", attributes={"seniority": "senior"}) for k in range(2)]
+    scores = {(p, r.id): (5.0 if r.id.startswith("j") else 1.0) for p in ("p0", "p1") for r in rs}
+    rule = parse_rule("require", "seniority=senior")
+    result = assign(
+        papers("p0", "p1"), rs, per_paper=2, max_load=2, scoring=table(scores), top_k=1,
+        controls=Controls(rules=(rule,)),
+    )  # fmt: skip
+    assert not result.uncovered
+    assert all(any(r.startswith("s") for q, r in pairs(result) if q == p) for p in ("p0", "p1"))

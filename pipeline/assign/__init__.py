@@ -357,6 +357,16 @@ def assign(
         k = wider_k
     chosen_mask = flow.chosen
     fairness: FairnessReport | None = None
+    required = [rule for rule in controls.rules if rule.kind == "require"]
+    if required and k is not None:
+        # each paper's top k among the reviewers a rule asks for, so pruning never hides them
+        with _timed(timings, "candidates"):
+            arcs, chosen_mask = _with_rule_candidates(
+                scorer, k, forbidden, left_loads, required, reviewers, arcs, chosen_mask
+            )
+        penalized = (
+            scorer.very_low(arcs.paper, arcs.reviewer) if isinstance(scorer, MixedScorer) else None
+        )
     if fair or controls.needs_mip:
         with _timed(timings, "constrained solve" if not fair else "fair solve"):
             model = ConstrainedModel(
@@ -431,6 +441,34 @@ def assign(
                 scorer, controls.alternates, forbidden, papers, reviewers, result, left_loads
             )
     return result
+
+
+def _with_rule_candidates(
+    scorer: Scorer | MixedScorer,
+    k: int,
+    forbidden: list[np.ndarray],
+    loads: np.ndarray,
+    rules: list[Rule],
+    reviewers: list[Reviewer],
+    arcs: Arcs,
+    chosen: np.ndarray,
+) -> tuple[Arcs, np.ndarray]:
+    """`arcs` plus each paper's top k among each rule's members (no pair twice); `chosen`
+    extended to match."""
+    parts = [arcs]
+    for rule in rules:
+        outside = np.flatnonzero(rule.members(reviewers) < 0)
+        narrowed = [np.union1d(f, outside) for f in forbidden]
+        parts.append(candidate_arcs(scorer, k, narrowed, loads))
+    paper = np.concatenate([a.paper for a in parts])
+    reviewer = np.concatenate([a.reviewer for a in parts])
+    score = np.concatenate([a.score for a in parts])
+    _, first = np.unique(paper * len(reviewers) + reviewer, return_index=True)
+    first.sort()  # the original arcs keep their positions (they come first)
+    merged = Arcs(paper[first], reviewer[first], score[first])
+    mask = np.zeros(len(first), dtype=bool)
+    mask[: len(arcs)] = chosen
+    return merged, mask
 
 
 def _fixed_scores(
