@@ -18,7 +18,7 @@ from pipeline.cli.views import FORUM_URL, RUN_DIR, TAXONOMY, open_run, run_taxon
     type=click.IntRange(min=1),
     default=3,
     show_default=True,
-    help="Reviewers per paper (exactly).",
+    help="Reviewers per paper (--demand sets other numbers for the papers it lists).",
 )
 @click.option(
     "--max-load",
@@ -151,11 +151,13 @@ def assign_command(
     require: tuple[str, ...],
     at_most: tuple[str, ...],
 ) -> None:
-    """Assign exactly --per-paper reviewers to each paper, maximizing total affinity.
+    """Assign --per-paper reviewers (or a paper's --demand) to each paper, maximizing total
+    affinity (or, with --objective fair, the weakest paper's first).
 
     RUN_DIR may be `latest`. Writes assignments.csv (one row per pair, with the reason for
-    its affinity), conflicts.csv (every declared or derived conflict, with its reason) and
-    reviewers.html (each reviewer's papers and load, papers left short). Exit 2 when a
+    its affinity), conflicts.csv (every declared or derived conflict, with its reason),
+    short.csv (papers left short, with why), reviewers.html (each reviewer's papers and
+    load, papers left short) and, with --alternates, alternates.csv. Exit 2 when a
     conflict in REVIEWERS_FILE names no paper of the run; exit 1 when some paper could not
     get its reviewers (everything else still written; short.csv lists them with why).
     """
