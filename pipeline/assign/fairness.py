@@ -8,11 +8,11 @@ Lexicographic, each stage fixing what the one before reached:
    has a slack variable, so an instance that cannot meet them is still solved, and the
    papers short of a rule are named);
 2. (fair only) the floor: every fully covered paper's total affinity at least T. The LP
-   relaxation gives the bound T* (no assignment, even fractional, beats it). The floors
-   T* x FLOOR_SHARES are tried highest first, each as stage 3 with the floor as a
-   constraint: the first the MIP solves is kept (as FairFlow raises the weakest paper to a
-   target makespan). A MIP maximizing T directly found no solution in 300 s on 2,000 x 150
-   (bench/assign_fairness.py); max-sum with a floor took seconds;
+   relaxation gives the bound T* (no assignment, even fractional, beats it). T* itself is
+   tried first, as a feasibility MIP (the first assignment HiGHS finds, at most ATTEMPT_S);
+   failing that, the floor is bisected between what max-sum reaches and T*, as FairFlow
+   searches its target makespan. A MIP maximizing T directly found no solution in 300 s
+   on 2,000 x 150 (bench/assign_fairness.py); a floor as a constraint took seconds;
 3. the largest total affinity subject to stages 1-2.
 
 Very Low bid pairs enter only where the max-sum flow needed them (it used the fewest).
@@ -36,10 +36,8 @@ log = logging.getLogger(__name__)
 
 TIME_LIMIT_S = 300.0  # per MIP stage; the best solution found by then is used
 MIP_GAP = 1e-4
-ATTEMPT_S = 120.0  # per floor tried by the fair objective
-# The floors tried, as shares of the LP max-min bound, highest first; the first the MIP
-# finds an assignment for is kept (never below what the coverage stage already reached).
-FLOOR_SHARES = (1.0, 0.995, 0.99, 0.98, 0.97, 0.96, 0.95, 0.93, 0.9, 0.85, 0.8, 0.7, 0.5, 0.0)
+ATTEMPT_S = 60.0  # per floor tried by the fair objective (no assignment found by then: too high)
+SEARCH_STEPS = 6  # bisections between the floor max-sum reaches and the LP bound
 FLOOR_TOL = 1e-6
 MIN_GAIN = 1e-3  # a floor this close to what is reached already is not worth any total
 
@@ -226,32 +224,48 @@ class ConstrainedModel:
                 # the max-sum flow's assignment (it keeps every rule there is then)
                 start = np.concatenate([self.start[idx].astype(float), np.zeros(n_slack)])
                 reached = max(reached, float((a_paper_total @ start + base_score).min()))
-            x = None
-            for share in FLOOR_SHARES:
-                floor = bound * share
-                if floor - reached < MIN_GAIN:  # no visible gain: keep what max-sum reached
-                    floor = reached
-                attempt = milp(
-                    c3,
-                    constraints=[
-                        *constraints,
-                        LinearConstraint(a_paper_total, floor - base_score - FLOOR_TOL, np.inf),
-                    ],
+
+            def with_floor(value: float) -> LinearConstraint:
+                return LinearConstraint(a_paper_total, value - base_score - FLOOR_TOL, np.inf)
+
+            def lowest(x: np.ndarray) -> float:
+                return float((a_paper_total @ x + base_score).min()) if len(full) else 0.0
+
+            def feasible(value: float) -> np.ndarray | None:
+                """An assignment with every paper >= value (the first HiGHS finds), or None."""
+                res = milp(
+                    np.zeros(n_var),
+                    constraints=[*constraints, with_floor(value)],
                     integrality=integrality,
                     bounds=bounds,
                     options={**options, "time_limit": min(self.time_limit, ATTEMPT_S)},
                 )
-                log.info(
-                    "fair: floor %.4f (%.3f of the LP bound): %s", floor, share, attempt.message
-                )
-                if attempt.x is not None:
-                    x = np.asarray(attempt.x)
-                    break
-                if floor <= reached:
-                    break
-            if x is None:  # the coverage stage's solution reaches its own floor
-                x = x1
-            floor = float((a_paper_total @ x + base_score).min()) if len(full) else 0.0
+                log.info("fair: floor %.4f of bound %.4f: %s", value, bound, res.message)
+                return None if res.x is None else np.asarray(res.x)
+
+            low, high, found = reached, bound, None
+            if high - low >= MIN_GAIN:  # a floor no visible step higher is not worth any total
+                found = feasible(high)
+                if found is not None:
+                    low = max(low, lowest(found))
+                for _ in range(SEARCH_STEPS if found is None else 0):
+                    if high - low < MIN_GAIN:
+                        break
+                    mid = (low + high) / 2
+                    attempt = feasible(mid)
+                    if attempt is None:
+                        high = mid
+                    else:
+                        found, low = attempt, max(mid, lowest(attempt))
+            last = milp(
+                c3,
+                constraints=[*constraints, with_floor(low)],
+                integrality=integrality,
+                bounds=bounds,
+                options=options,
+            )
+            x = np.asarray(last.x) if last.x is not None else (found if found is not None else x1)
+            floor = lowest(x)
             report = FairnessReport(bound, floor, len(full))
         else:
             last = milp(
