@@ -8,11 +8,13 @@ Lexicographic, each stage fixing what the one before reached:
    has a slack variable, so an instance that cannot meet them is still solved, and the
    papers short of a rule are named);
 2. (fair only) the floor: every fully covered paper's total affinity at least T. The LP
-   relaxation gives the bound T* (no assignment, even fractional, beats it). T* itself is
-   tried first, as a feasibility MIP (the first assignment HiGHS finds, at most ATTEMPT_S);
-   failing that, the floor is bisected between what max-sum reaches and T*, as FairFlow
-   searches its target makespan. A MIP maximizing T directly found no solution in 300 s
-   on 2,000 x 150 (bench/assign_fairness.py); a floor as a constraint took seconds;
+   relaxation gives the bound T* (no assignment, even fractional, beats it). Stage 3 is
+   solved with the floor T* first (at most ATTEMPT_S); when HiGHS finds no assignment by
+   then, the floor is bisected between what max-sum reaches and T*, as FairFlow searches
+   its target makespan, and the highest floor solved is kept. A MIP maximizing T directly
+   found no solution in 300 s on 2,000 x 150 (bench/assign_fairness.py); a floor as a
+   constraint of the max-total MIP took seconds, and found assignments where a
+   feasibility MIP (zero objective) found none in 60 s (3,000 x 2,000, bench.assign_scale);
 3. the largest total affinity subject to stages 1-2.
 
 Very Low bid pairs enter only where the max-sum flow needed them (it used the fewest).
@@ -231,40 +233,33 @@ class ConstrainedModel:
             def lowest(x: np.ndarray) -> float:
                 return float((a_paper_total @ x + base_score).min()) if len(full) else 0.0
 
-            def feasible(value: float) -> np.ndarray | None:
-                """An assignment with every paper >= value (the first HiGHS finds), or None."""
+            def attempt(value: float, limit: float) -> np.ndarray | None:
+                """The largest total with every paper >= value (best found within `limit`)."""
                 res = milp(
-                    np.zeros(n_var),
+                    c3,
                     constraints=[*constraints, with_floor(value)],
                     integrality=integrality,
                     bounds=bounds,
-                    options={**options, "time_limit": min(self.time_limit, ATTEMPT_S)},
+                    options={**options, "time_limit": min(self.time_limit, limit)},
                 )
                 log.info("fair: floor %.4f of bound %.4f: %s", value, bound, res.message)
                 return None if res.x is None else np.asarray(res.x)
 
             low, high, found = reached, bound, None
             if high - low >= MIN_GAIN:  # a floor no visible step higher is not worth any total
-                found = feasible(high)
-                if found is not None:
-                    low = max(low, lowest(found))
+                found = attempt(high, ATTEMPT_S)
                 for _ in range(SEARCH_STEPS if found is None else 0):
                     if high - low < MIN_GAIN:
                         break
                     mid = (low + high) / 2
-                    attempt = feasible(mid)
-                    if attempt is None:
+                    tried = attempt(mid, ATTEMPT_S)
+                    if tried is None:
                         high = mid
                     else:
-                        found, low = attempt, max(mid, lowest(attempt))
-            last = milp(
-                c3,
-                constraints=[*constraints, with_floor(low)],
-                integrality=integrality,
-                bounds=bounds,
-                options=options,
-            )
-            x = np.asarray(last.x) if last.x is not None else (found if found is not None else x1)
+                        found, low = tried, max(mid, lowest(tried))
+            x = found if found is not None else attempt(low, self.time_limit)
+            if x is None:
+                x = x1
             floor = lowest(x)
             report = FairnessReport(bound, floor, len(full))
         else:
