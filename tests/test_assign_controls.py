@@ -26,7 +26,7 @@ def _count(result) -> dict[str, int]:
     return out
 
 
-def test_a_paper_that_loses_the_competition_keeps_the_reviewers_it_could_get():
+def test_a_paper_that_loses_the_competition_keeps_the_reviewers_it_could_get(tmp_path):
     # Loads 1: p1 may only have a and b, p0 only a and c; a is worth more on p1, so p1 gets
     # a and b and p0 gets c: 1 of its 2 reviewers, never 0.
     scores = {("p0", "a"): 1.0, ("p0", "c"): 1.0, ("p1", "a"): 5.0, ("p1", "b"): 1.0}
@@ -39,6 +39,10 @@ def test_a_paper_that_loses_the_competition_keeps_the_reviewers_it_could_get():
     (short,) = result.uncovered
     assert short.paper_id == "p0" and "it got 1 of 2" in short.reason
     assert result.fully_covered() == 1
+    from pipeline.assign.chair_outputs import write_short_csv
+
+    rows = list(csv.DictReader(write_short_csv(result, tmp_path / "short.csv").open()))
+    assert [(r["paper_id"], r["demand"], r["assigned"]) for r in rows] == [("p0", "2", "1")]
 
 
 def test_per_paper_demand_from_a_file(tmp_path):
