@@ -116,3 +116,24 @@ def test_both_objectives_print_the_weakest_paper_percentiles_and_total():
             "1st percentile" in lines[0] and "10th percentile" in lines[0] and "total" in lines[0]
         )
     assert any("LP max-min bound" in line for line in chair_lines(_run(scores, "fair")))
+
+
+def test_fair_keeps_minimum_loads_and_rules():
+    from pipeline.assign import Controls, parse_rule
+
+    scores = _instance(5)
+    rs = [Reviewer(id=f"r{j}", attributes={"team": "a" if j < 2 else "b"}) for j in range(R)]
+    ps = papers(*[f"p{i}" for i in range(P)])
+    for controls in (Controls(min_load=1), Controls(rules=(parse_rule("at-most", "team:1"),))):
+        result = assign(
+            ps, rs, per_paper=K, max_load=LOAD, scoring=table(scores), objective="fair",
+            controls=controls,
+        )  # fmt: skip
+        assert not result.uncovered and result.fairness is not None
+        if controls.min_load:
+            assert min(result.loads().values()) >= 1
+        else:
+            team = {r.id: r.attribute("team") for r in rs}
+            for p in result.paper_totals():
+                mine = [team[r] for q, r, _ in result.pairs if q == p]
+                assert sorted(mine) == ["a", "b"]

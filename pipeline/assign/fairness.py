@@ -185,8 +185,17 @@ class ConstrainedModel:
 
         # 1. coverage minus unmet requirements
         c1 = np.concatenate([-np.ones(n), np.ones(n_slack)])
-        first = milp(c1, constraints=base, integrality=integrality, bounds=bounds, options=options)
-        x1 = _solution(first, "coverage")
+        if self.start is not None and not self.rules:
+            # the max-sum flow already has the most pairs and, among those, the fewest
+            # unmet minimum loads: no assignment does better on pairs minus unmet minimums
+            on = self.start[idx].astype(float)
+            unmet = np.maximum(self.min_loads[want_min] - a_rev[want_min] @ on, 0)
+            x1 = np.concatenate([on, unmet])
+        else:
+            first = milp(
+                c1, constraints=base, integrality=integrality, bounds=bounds, options=options
+            )
+            x1 = _solution(first, "coverage")
         cover = float(-c1 @ x1)
         keep = LinearConstraint(-c1[None, :], cover - 0.5, np.inf)
         constraints = [*base, keep]
