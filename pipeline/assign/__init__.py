@@ -248,13 +248,13 @@ def assign(
         ri = {r.id: j for j, r in enumerate(reviewers)}
         for c in conflicts:
             blocked_why[pi_of[c.paper], ri[c.reviewer]] = f"conflict ({c.reason})"
-        for i, j, row in resolve_rows(controls.forbidden, p_index, r_index, "forbidden pairs"):
-            blocked_why.setdefault((i, j), f"forbidden in {row.where}")
+    chair_forbidden = resolve_rows(controls.forbidden, p_index, r_index, "forbidden pairs")
+    for i, j, row in chair_forbidden:
+        blocked_why.setdefault((i, j), f"forbidden in {row.where}")
     fixed = fixed_pairs(controls, p_index, r_index, set(blocked_why), blocked_why)
     extra: list[set[int]] = [set() for _ in papers]  # forbidden and fixed pairs leave the flow
-    for (i, j), why in blocked_why.items():
-        if why.startswith("forbidden"):
-            extra[i].add(j)
+    for i, j, _ in chair_forbidden:
+        extra[i].add(j)
     for i, j in fixed.pairs:
         extra[i].add(j)
     if any(extra):
