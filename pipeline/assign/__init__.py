@@ -33,7 +33,7 @@ import numpy as np
 from pipeline.assign.affinity import Match, Scorer, affinity, keyword_counts
 from pipeline.assign.alternates import Alternate, alternates
 from pipeline.assign.conflicts import Conflict, declared_conflicts, derived_conflicts
-from pipeline.assign.controls import Controls, Rule, demands, fixed_pairs, parse_rule
+from pipeline.assign.controls import Controls, Rule, demands, parse_rule, plan_pairs
 from pipeline.assign.fairness import ConstrainedModel, FairnessReport
 from pipeline.assign.outputs import summary, write_assignments_csv, write_conflicts_csv
 from pipeline.assign.reviewers import (
@@ -49,8 +49,6 @@ from pipeline.assign.scores import (
     PaperIndex,
     ReviewerIndex,
     Scoring,
-    listing,
-    resolve_rows,
 )
 from pipeline.assign.solver import Arcs, Solution, Uncovered, solve, solve_arcs
 from pipeline.errors import InputError
@@ -242,38 +240,9 @@ def assign(
     demand = demands(controls.demand, p_index, len(papers), per_paper)
     min_loads = np.minimum(np.full(len(reviewers), controls.min_load, np.int64), loads)
     forbidden = _forbidden(papers, reviewers, conflicts)
-    blocked_why: dict[tuple[int, int], str] = {}
-    pi_of = {p.id: i for i, p in enumerate(papers)}
-    if controls.forbidden or controls.locked or controls.keep:
-        ri = {r.id: j for j, r in enumerate(reviewers)}
-        for c in conflicts:
-            blocked_why[pi_of[c.paper], ri[c.reviewer]] = f"conflict ({c.reason})"
-    chair_forbidden = resolve_rows(controls.forbidden, p_index, r_index, "forbidden pairs")
-    for i, j, row in chair_forbidden:
-        blocked_why.setdefault((i, j), f"forbidden in {row.where}")
-    fixed = fixed_pairs(controls, p_index, r_index, set(blocked_why), blocked_why)
-    extra: list[set[int]] = [set() for _ in papers]  # forbidden and fixed pairs leave the flow
-    for i, j, _ in chair_forbidden:
-        extra[i].add(j)
-    for i, j in fixed.pairs:
-        extra[i].add(j)
-    if any(extra):
-        forbidden = [
-            np.union1d(f, np.fromiter(e, np.int64, len(e))) if e else f
-            for f, e in zip(forbidden, extra, strict=True)
-        ]
-    fixed_per_paper = np.bincount(
-        np.asarray([i for i, _ in fixed.pairs], np.int64), minlength=len(papers)
-    )
-    fixed_per_reviewer = np.bincount(
-        np.asarray([j for _, j in fixed.pairs], np.int64), minlength=len(reviewers)
-    )
-    over = np.flatnonzero(fixed_per_reviewer > loads)
-    if len(over):
-        raise InputError(
-            f"locked and kept pairs exceed the load limit of {len(over)} reviewer(s): "
-            + listing([f"{reviewers[j].id} ({fixed_per_reviewer[j]} > {loads[j]})" for j in over])
-        )
+    plan = plan_pairs(controls, p_index, r_index, conflicts, forbidden, loads, reviewers)
+    forbidden, fixed = plan.forbidden, plan.fixed
+    fixed_per_paper, fixed_per_reviewer = plan.per_paper, plan.per_reviewer
     left_loads = loads - fixed_per_reviewer
     left_demand = np.maximum(demand - fixed_per_paper, 0)
     left_min = np.maximum(min_loads - fixed_per_reviewer, 0)
@@ -293,6 +262,7 @@ def assign(
     for keyword, why in sorted(scorer.ignored_keywords.items()):
         log.info("keyword %r does not count as expertise: %s", keyword, why)
 
+    pi_of = {p.id: i for i, p in enumerate(papers)}
     n_conflicts = np.bincount(
         np.asarray([pi_of[c.paper] for c in conflicts], np.int64), minlength=len(papers)
     )

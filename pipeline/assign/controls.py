@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.assign.conflicts import Conflict
 from pipeline.assign.reviewers import Reviewer
 from pipeline.assign.scores import PaperIndex, ReviewerIndex, Row, listing, resolve_rows
 from pipeline.errors import ConfigError, InputError
@@ -180,3 +181,60 @@ def fixed_pairs(
                 seen.add((i, j))
                 pairs.append((i, j))
     return Fixed(pairs, dropped, locked=n_locked)
+
+
+@dataclass
+class PairPlan:
+    """The pairs decided before solving, and what the solver may still choose from."""
+
+    fixed: Fixed
+    forbidden: list[np.ndarray]  # per paper: conflicts, forbidden and fixed reviewers
+    per_paper: np.ndarray  # fixed pairs of each paper
+    per_reviewer: np.ndarray  # fixed pairs of each reviewer
+
+
+def plan_pairs(
+    controls: Controls,
+    p_index: PaperIndex,
+    r_index: ReviewerIndex,
+    conflicts: Sequence[Conflict],
+    forbidden: list[np.ndarray],
+    loads: np.ndarray,
+    reviewers: Sequence[Reviewer],
+) -> PairPlan:
+    """Locked and kept pairs fixed, forbidden ones removed; locks past a load are an error."""
+    blocked_why: dict[tuple[int, int], str] = {}
+    chair_forbidden = resolve_rows(controls.forbidden, p_index, r_index, "forbidden pairs")
+    if controls.locked or controls.keep:
+        for c in conflicts:
+            i, j = p_index.by_id[c.paper], r_index.find(c.reviewer)
+            if j is not None:
+                blocked_why[i, j] = f"conflict ({c.reason})"
+        for i, j, row in chair_forbidden:
+            blocked_why.setdefault((i, j), f"forbidden in {row.where}")
+    fixed = fixed_pairs(controls, p_index, r_index, set(blocked_why), blocked_why)
+    extra: list[set[int]] = [set() for _ in forbidden]
+    for i, j, _ in chair_forbidden:
+        extra[i].add(j)
+    for i, j in fixed.pairs:
+        extra[i].add(j)
+    if any(extra):
+        forbidden = [
+            np.union1d(f, np.fromiter(e, np.int64, len(e))) if e else f
+            for f, e in zip(forbidden, extra, strict=True)
+        ]
+    per_paper = np.bincount(
+        np.asarray([i for i, _ in fixed.pairs], np.int64), minlength=len(forbidden)
+    )
+    per_reviewer = np.bincount(
+        np.asarray([j for _, j in fixed.pairs], np.int64), minlength=len(loads)
+    )
+    over = np.flatnonzero(per_reviewer > loads)
+    if len(over):
+        raise InputError(
+            f"locked and kept pairs exceed the load limit of {len(over)} reviewer(s): "
+            + listing(
+                [f"{reviewers[j].id} ({per_reviewer[j]} > {loads[j]})" for j in over.tolist()]
+            )
+        )
+    return PairPlan(fixed, forbidden, per_paper, per_reviewer)

@@ -220,6 +220,7 @@ class PaperIndex:
     """Paper references (the user's id, number, #number or hash, any case) -> paper indexes."""
 
     def __init__(self, papers: Sequence[Paper]) -> None:
+        self.by_id = {p.id: i for i, p in enumerate(papers)}  # content hash -> index
         self._index: dict[str, list[int]] = {}
         for i, p in enumerate(papers):
             for key in paper_keys(p):
