@@ -8,7 +8,9 @@ Lexicographic, each stage fixing what the one before reached:
    has a slack variable, so an instance that cannot meet them is still solved, and the
    papers short of a rule are named);
 2. (fair only) the floor: every fully covered paper's total affinity at least T. The LP
-   relaxation gives the bound T* (no assignment, even fractional, beats it). Stage 3 is
+   relaxation gives the bound T* (no assignment, even fractional, beats it). Without
+   rules, weighted max-sum flows first lift the weakest paper quickly (`_lift`: the papers
+   below T* weigh more in each next flow), a higher start for the search. Stage 3 is
    solved with the floor T* first (at most ATTEMPT_S); when HiGHS finds no assignment by
    then, the floor is bisected between what max-sum reaches and T*, as FairFlow searches
    its target makespan, and the highest floor solved is kept. A MIP maximizing T directly
