@@ -42,6 +42,9 @@ TIME_LIMIT_S = 300.0  # per MIP stage; the best solution found by then is used
 MIP_GAP = 1e-4
 ATTEMPT_S = 60.0  # per floor tried by the fair objective (no assignment found by then: too high)
 SEARCH_STEPS = 6  # bisections between the floor max-sum reaches and the LP bound
+# Tries that time out without an answer say nothing; after this many the search stops and
+# keeps the best floor it has (at 12,000 x 8,000 every try near the bound timed out).
+MAX_TIMEOUTS = 2
 LIFT_ROUNDS = 20  # weighted max-sum flows tried before the MIPs (a quick, higher start)
 LIFT_STEP = 4.0  # weight added per round to a paper, times its shortfall / the target
 FLOOR_TOL = 1e-6
@@ -256,8 +259,11 @@ class ConstrainedModel:
                     options={**options, "time_limit": min(self.time_limit, limit)},
                 )
                 log.info("fair: floor %.4f of bound %.4f: %s", value, bound, res.message)
+                if res.x is None and res.status == 1:  # time out without an answer
+                    timeouts.append(value)
                 return None if res.x is None else np.asarray(res.x)
 
+            timeouts: list[float] = []
             low, high, found = reached, bound, None
             lifted = None
             if not self.rules and self.start is not None and high - low >= MIN_GAIN:
@@ -273,7 +279,7 @@ class ConstrainedModel:
             if high - low >= MIN_GAIN:  # a floor no visible step higher is not worth any total
                 found = attempt(high, ATTEMPT_S)
                 for _ in range(SEARCH_STEPS if found is None else 0):
-                    if high - low < MIN_GAIN:
+                    if high - low < MIN_GAIN or len(timeouts) >= MAX_TIMEOUTS:
                         break
                     mid = (low + high) / 2
                     tried = attempt(mid, ATTEMPT_S)
@@ -281,7 +287,9 @@ class ConstrainedModel:
                         high = mid
                     else:
                         found, low = tried, max(mid, lowest(tried))
-            x = found if found is not None else attempt(low, self.time_limit)
+            if found is None and (lifted is None or len(timeouts) < MAX_TIMEOUTS):
+                found = attempt(low, self.time_limit if lifted is None else ATTEMPT_S)
+            x = found
             if x is None:
                 x = lifted if lifted is not None else x1
             floor = lowest(x)
