@@ -9,6 +9,7 @@ machine is shared: CPU time is what the process itself used) and peak RSS per ph
 
     python -m bench.assign_scale                      # 12,000 x 8,000, then the gap on 2,000 x 150
     python -m bench.assign_scale --papers 2000 --reviewers 150 --gap-only
+    python -m bench.assign_scale --papers 1500 --reviewers 1000 --objective fair --no-gap
 
 The gap: the same 2,000 x 150 instance solved with every eligible pair (unpruned, 300k
 arcs) and with top-k pruning for several k; gap = 1 - pruned total / unpruned total.
@@ -154,7 +155,9 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def scale(n_papers: int, n_reviewers: int, per_paper: int, top_k: int) -> None:
+def scale(
+    n_papers: int, n_reviewers: int, per_paper: int, top_k: int, objective: str = "max-sum"
+) -> None:
     """Build, assign and print the figures of one conference-size instance."""
     m = Meter()
     papers, reviewers = build(n_papers, n_reviewers)
@@ -164,13 +167,15 @@ def scale(n_papers: int, n_reviewers: int, per_paper: int, top_k: int) -> None:
     )
     print(f"  built in {build_wall:.1f} s wall ({build_cpu:.1f} s CPU); RSS {peak_rss_mb():.0f} MB")
     m = Meter()
-    result = assign(papers, reviewers, per_paper=per_paper, max_load=8, top_k=top_k)
+    result = assign(
+        papers, reviewers, per_paper=per_paper, max_load=8, top_k=top_k, objective=objective
+    )
     wall, cpu = m.lap()
     covered = len({p for p, _, _ in result.pairs})
     derived = sum(1 for c in result.conflicts if c.kind != "declared")
-    print(
-        f"assign (affinity + conflicts + top-{top_k} pruning + OR-Tools min-cost flow + reasons):"
-    )
+    solver = "OR-Tools min-cost flow" if objective == "max-sum" else "flow, then the fair LP/MIP"
+    print(f"assign --objective {objective} (affinity + conflicts + top-{top_k} pruning + {solver}")
+    print("  + reasons):")
     print(f"  wall {wall:.1f} s, CPU {cpu:.1f} s, peak RSS {peak_rss_mb():.0f} MB")
     for phase, (w, c) in result.timings.items():
         print(f"    {phase:<15} wall {w:6.1f} s  CPU {c:6.1f} s")
@@ -181,6 +186,16 @@ def scale(n_papers: int, n_reviewers: int, per_paper: int, top_k: int) -> None:
         f"{result.pruning.rounds if result.pruning else 0} round(s); "
         f"total affinity {result.total_affinity:.1f}"
     )
+    totals = np.asarray(list(result.paper_totals().values()))
+    print(
+        f"  weakest paper {totals.min():.3f}, 1st percentile {np.percentile(totals, 1):.3f}, "
+        f"10th percentile {np.percentile(totals, 10):.3f}"
+    )
+    if result.fairness is not None:
+        print(
+            f"  fair: floor {result.fairness.floor:.3f}, LP max-min bound "
+            f"{result.fairness.lp_bound:.3f}"
+        )
 
 
 def gap(
@@ -222,11 +237,12 @@ def main() -> None:
     ap.add_argument("--reviewers", type=int, default=8_000)
     ap.add_argument("--per-paper", type=int, default=3)
     ap.add_argument("--top-k", type=int, default=DEFAULT_TOP_K)
+    ap.add_argument("--objective", choices=["max-sum", "fair"], default="max-sum")
     ap.add_argument("--gap-only", action="store_true")
     ap.add_argument("--no-gap", action="store_true")
     args = ap.parse_args()
     if not args.gap_only:
-        scale(args.papers, args.reviewers, args.per_paper, args.top_k)
+        scale(args.papers, args.reviewers, args.per_paper, args.top_k, args.objective)
     if not args.no_gap:
         gap(2000, 150, args.per_paper, [5, 10, 25, 50], loads=(45, 50))  # ~18% spare
         gap(2000, 150, args.per_paper, [5, 10, 25, 50], loads=(40, 41))  # ~1% spare

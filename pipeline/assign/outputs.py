@@ -231,7 +231,7 @@ def write_openreview_edges(
 def summary(result: AssignmentResult, *, weak_below: float = DEFAULT_WEAK_BELOW) -> str:
     """Lines for the terminal: coverage, affinity, weak pairs, conflicts, loads."""
     n_pairs = len(result.pairs)
-    covered = len({p for p, _, _ in result.pairs})
+    covered = result.fully_covered()
     loads = result.loads()
     mean = result.total_affinity / n_pairs if n_pairs else 0.0
     weak = weak_pairs(result, weak_below)

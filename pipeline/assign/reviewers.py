@@ -17,6 +17,7 @@ reviewers:
     keywords: [sparse autoencoder, superposition]
     conflicts: [rJlnfaNYvB, "12", 83025b0b2ab87d39]
     max_load: 6
+    attributes: {seniority: senior, country: FR}   # any keys, for --require / --at-most
     papers:
       - {title: ..., abstract: ..., authors: [Amara Okafor, José Núñez], year: 2024}
 ```
@@ -99,6 +100,24 @@ class Reviewer(BaseModel):
     institutions: tuple[str, ...] = ()
     domains: tuple[str, ...] = ()
     papers: tuple[PastPaper, ...] = ()
+    attributes: tuple[tuple[str, str], ...] = ()  # a YAML mapping of strings, kept sorted
+
+    @field_validator("attributes", mode="before")
+    @classmethod
+    def _attribute_map(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            out = []
+            for key, item in value.items():
+                if isinstance(item, dict | list | tuple | set) or item is None:
+                    raise ValueError(f"attribute {key!r}: a single value is expected")
+                out.append((normalize_ws(str(key)), normalize_ws(str(item))))
+            return tuple(sorted(out))
+        return value
+
+    def attribute(self, key: str) -> str | None:
+        """The value of one attribute (keys compared case-insensitively), None when absent."""
+        want = key.casefold()
+        return next((v for k, v in self.attributes if k.casefold() == want), None)
 
     @field_validator("id", mode="before")
     @classmethod

@@ -1,22 +1,26 @@
 """The assignment as a min-cost flow, solved by OR-Tools (as OpenReview's matcher does).
 
-Network: source -> paper (capacity k) -> reviewer (capacity 1, cost = scaled (top
-affinity - affinity)) -> sink (capacity = the reviewer's load limit). OR-Tools'
+Network: source -> paper (capacity = its demand) -> reviewer (capacity 1, cost = scaled
+(top affinity - affinity)) -> sink (capacity = the reviewer's load limit). OR-Tools'
 `solve_max_flow_with_min_cost` finds the largest flow and, among the largest, the cheapest:
-maximum total affinity, integral because every capacity is.
+as many pairs as can be had, then maximum total affinity, integral because every capacity is.
 
 Only candidate arcs enter the network (see pipeline/assign/__init__.py for the top-k
 pruning); a (paper, reviewer) pair without an arc is never assigned, so conflicts are
 simply absent.
 
-When not every paper can get k reviewers:
-- a paper with fewer than k eligible reviewers (conflicts, load 0) is reported and left out
-  before solving;
-- if the remaining papers need more slots than all load limits together, nothing is
-  assigned: an InputError says how much capacity is missing;
-- if capacity suffices in total but some papers compete for the same few reviewers (Hall's
-  condition fails), the max flow leaves as few slots empty as possible; the papers left
-  short are reported and left out, and the rest re-solved for an exact-k assignment.
+Two priorities sit above affinity, as costs no affinity difference can outweigh
+(`priority_cost`): a penalized arc (a Very Low bid) is used only when the largest flow
+needs it, and a reviewer's minimum load is met before any affinity is gained (the first
+`min_load` units of the reviewer -> sink capacity carry a bonus of the same size).
+
+When not every paper can get its demand:
+- if the papers need more slots than all load limits together, nothing is assigned: an
+  InputError says how much capacity is missing;
+- otherwise the largest flow gives every paper as many reviewers as can be found: a paper
+  with fewer eligible reviewers than its demand, or one that loses the competition for the
+  same few reviewers (Hall's condition fails), keeps the reviewers it could get and is
+  reported with why.
 """
 
 from __future__ import annotations
@@ -52,18 +56,36 @@ class Arcs:
         return len(self.paper)
 
 
+def priority_cost(costs: np.ndarray, flow: int) -> int:
+    """A cost larger than any difference in total affinity cost a flow of `flow` units can make."""
+    spread = int(costs.max() - costs.min()) if len(costs) else 0
+    return spread * max(flow, 1) + 1
+
+
 def min_cost_flow(
-    n_papers: int, loads: np.ndarray, arcs: Arcs, per_paper: int, papers: np.ndarray
+    n_papers: int,
+    loads: np.ndarray,
+    arcs: Arcs,
+    per_paper: int | np.ndarray,
+    papers: np.ndarray,
+    *,
+    penalized: np.ndarray | None = None,
+    min_loads: np.ndarray | None = None,
 ) -> np.ndarray:
     """A boolean mask over `arcs`: the chosen pairs of a max flow of max affinity.
 
-    Only papers in `papers` (indexes) take part; each gets at most `per_paper` reviewers.
+    Only papers in `papers` (indexes) take part; paper i gets at most its demand
+    (`per_paper`, one number or one per paper). `penalized` (mask over arcs) arcs are used
+    only when the max flow needs them; `min_loads[j]` units of reviewer j are filled first.
     """
     from ortools.graph.python import min_cost_flow as ortools_flow
 
     chosen = np.zeros(len(arcs), dtype=bool)
+    demand = np.broadcast_to(np.asarray(per_paper, dtype=np.int64), (n_papers,))
     active = np.zeros(n_papers, dtype=bool)
     active[papers] = True
+    active &= demand > 0
+    papers = np.flatnonzero(active)
     use = active[arcs.paper] & (loads[arcs.reviewer] > 0)
     if not use.any():
         return chosen
@@ -72,24 +94,45 @@ def min_cost_flow(
     source, sink = 0, 1 + n_papers + n_reviewers
     top = float(arcs.score[idx].max())
     costs = np.rint((top - arcs.score[idx]) * COST_SCALE).astype(np.int64)
-    flow = ortools_flow.SimpleMinCostFlow()
+    supply = int(demand[papers].sum())
     rev = np.flatnonzero(loads > 0)
+    cap = loads[rev].astype(np.int64)
+    floor = np.zeros(len(rev), np.int64)
+    if min_loads is not None:
+        floor = np.minimum(np.asarray(min_loads, np.int64)[rev], cap)
+    big = priority_cost(costs, supply)
+    if penalized is not None and penalized[idx].any():
+        # above the min-load bonus too: a Very Low pair is never traded for a filled minimum
+        costs = costs + penalized[idx].astype(np.int64) * big * (int(floor.sum()) + 1)
+    with_floor = np.flatnonzero(floor > 0)
+    flow = ortools_flow.SimpleMinCostFlow()
     tails = np.concatenate(
-        [np.zeros(len(papers), np.int64), 1 + arcs.paper[idx], 1 + n_papers + rev]
-    )
-    heads = np.concatenate(
-        [1 + papers.astype(np.int64), 1 + n_papers + arcs.reviewer[idx], np.full(len(rev), sink)]
-    )
-    caps = np.concatenate(
         [
-            np.full(len(papers), per_paper, np.int64),
-            np.ones(len(idx), np.int64),
-            loads[rev].astype(np.int64),
+            np.zeros(len(papers), np.int64),
+            1 + arcs.paper[idx],
+            1 + n_papers + rev,
+            1 + n_papers + rev[with_floor],
         ]
     )
-    unit = np.concatenate([np.zeros(len(papers), np.int64), costs, np.zeros(len(rev), np.int64)])
+    heads = np.concatenate(
+        [
+            1 + papers.astype(np.int64),
+            1 + n_papers + arcs.reviewer[idx],
+            np.full(len(rev) + len(with_floor), sink),
+        ]
+    )
+    caps = np.concatenate(
+        [demand[papers], np.ones(len(idx), np.int64), cap - floor, floor[with_floor]]
+    )
+    unit = np.concatenate(
+        [
+            np.zeros(len(papers), np.int64),
+            costs,
+            np.zeros(len(rev), np.int64),
+            np.full(len(with_floor), -big, np.int64),
+        ]
+    )
     flow.add_arcs_with_capacity_and_unit_cost(tails, heads, caps, unit)
-    supply = len(papers) * per_paper
     flow.set_node_supply(source, supply)
     flow.set_node_supply(sink, -supply)
     status = flow.solve_max_flow_with_min_cost()
@@ -114,48 +157,54 @@ def solve_arcs(
     n_papers: int,
     loads: np.ndarray,
     arcs: Arcs,
-    per_paper: int,
+    per_paper: int | np.ndarray,
     eligible: np.ndarray,
     describe_few: Callable[[int], str],
     own_load: np.ndarray | None = None,
+    *,
+    penalized: np.ndarray | None = None,
+    min_loads: np.ndarray | None = None,
 ) -> FlowResult:
-    """Exactly `per_paper` reviewers for every paper that can have them, max total affinity.
+    """As many reviewers as can be found for every paper, up to its demand; max total affinity.
 
-    `eligible[i]` is how many reviewers paper i may get at all (no conflict, load > 0);
-    `describe_few(i)` says why a paper has fewer than `per_paper`; `own_load[j]` is True when
-    reviewer j's load is their own max_load (reviewers.yaml), not --max-load (None: no one's).
+    `per_paper` is one demand or one per paper; `eligible[i]` is how many reviewers paper i
+    may get at all (no conflict, load > 0); `describe_few(i)` says why a paper has fewer
+    than its demand; `own_load[j]` is True when reviewer j's load is their own max_load
+    (reviewers.yaml), not --max-load (None: no one's). Papers with too few eligible
+    reviewers are in `uncovered`, papers that lost the competition for them in `short`:
+    both keep the reviewers they could get.
     """
-    if per_paper < 1:
+    demand = np.broadcast_to(np.asarray(per_paper, dtype=np.int64), (n_papers,))
+    if isinstance(per_paper, int) and per_paper < 1:
         raise InputError("--per-paper must be at least 1")
     available = int((loads > 0).sum())
-    if available < per_paper:
+    if isinstance(per_paper, int) and available < per_paper:
         raise InputError(
             f"{per_paper} reviewers per paper requested but only {available} reviewer(s) "
             "can take papers; lower --per-paper or add reviewers"
         )
     result = FlowResult(np.zeros(len(arcs), dtype=bool))
-    coverable = []
-    for i in range(n_papers):
-        if eligible[i] < per_paper:
-            result.uncovered.append((i, describe_few(i)))
-        else:
-            coverable.append(i)
-    need = len(coverable) * per_paper
+    few = eligible < demand
+    result.uncovered = [(int(i), describe_few(int(i))) for i in np.flatnonzero(few)]
+    coverable = np.flatnonzero(~few & (demand > 0))
+    need = int(demand[coverable].sum())
     capacity = int(loads.sum())
     if need > capacity:
-        raise InputError(
-            f"not enough reviewing capacity: {len(coverable)} papers x {per_paper} reviewers = "
-            f"{need} assignments, but the {len(loads)} reviewers' load limits add up to "
-            f"{capacity}; {capacity_advice(need, loads, own_load)}"
+        asked = (
+            f"{len(coverable)} papers x {per_paper} reviewers = {need} assignments"
+            if isinstance(per_paper, int)
+            else f"the demands of {len(coverable)} papers add up to {need} assignments"
         )
-    papers = np.asarray(coverable, dtype=np.int64)
-    chosen = min_cost_flow(n_papers, loads, arcs, per_paper, papers)
+        raise InputError(
+            f"not enough reviewing capacity: {asked}, but the {len(loads)} reviewers' load "
+            f"limits add up to {capacity}; {capacity_advice(need, loads, own_load)}"
+        )
+    papers = np.flatnonzero(demand > 0)
+    chosen = min_cost_flow(
+        n_papers, loads, arcs, demand, papers, penalized=penalized, min_loads=min_loads
+    )
     got = np.bincount(arcs.paper[chosen], minlength=n_papers)
-    short = [int(i) for i in papers if got[i] < per_paper]
-    if short:
-        result.short = short
-        keep = np.setdiff1d(papers, np.asarray(short, dtype=np.int64))
-        chosen = min_cost_flow(n_papers, loads, arcs, per_paper, keep)
+    result.short = [int(i) for i in coverable if got[i] < demand[i]]
     result.chosen = chosen
     return result
 
@@ -224,6 +273,8 @@ def solve(
 
     flow = solve_arcs(len(paper_ids), load_arr, arcs, per_paper, eligible, few)
     sol = Solution(uncovered=[Uncovered(paper_ids[i], why) for i, why in flow.uncovered])
+    chosen = np.flatnonzero(flow.chosen)
+    got = np.bincount(arcs.paper[chosen], minlength=len(paper_ids))
     for i in flow.short:
         names = [reviewer_ids[j] for j in arcs.reviewer[(arcs.paper == i) & ok]]
         listed = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
@@ -231,10 +282,9 @@ def solve(
             Uncovered(
                 paper_ids[i],
                 f"its {len(names)} eligible reviewers ({listed}) are needed at full load by "
-                f"other papers; it could not get {per_paper}",
+                f"other papers; it got {int(got[i])} of {per_paper}",
             )
         )
-    chosen = np.flatnonzero(flow.chosen)
     out: dict[str, list[str]] = {}
     for a in chosen:
         out.setdefault(paper_ids[arcs.paper[a]], []).append(reviewer_ids[arcs.reviewer[a]])

@@ -18,7 +18,7 @@ from pipeline.cli.views import FORUM_URL, RUN_DIR, TAXONOMY, open_run, run_taxon
     type=click.IntRange(min=1),
     default=3,
     show_default=True,
-    help="Reviewers per paper (exactly).",
+    help="Reviewers per paper (--demand sets other numbers for the papers it lists).",
 )
 @click.option(
     "--max-load",
@@ -91,7 +91,8 @@ from pipeline.cli.views import FORUM_URL, RUN_DIR, TAXONOMY, open_run, run_taxon
     type=click.Choice(["builtin", "embeddings"]),
     multiple=True,
     help="Affinity sources beside the built-in one (tags, keywords, TF-IDF): embeddings = "
-    "cosine of vectors from the configured endpoint's /v1/embeddings, added with weight 10.",
+    "cosine of vectors from the configured endpoint's /v1/embeddings, added to the built-in "
+    "affinity with weight 10 (--weights embeddings=W).",
 )
 @click.option(
     "--embedding-model",
@@ -116,6 +117,91 @@ from pipeline.cli.views import FORUM_URL, RUN_DIR, TAXONOMY, open_run, run_taxon
 )
 @FORUM_URL
 @TAXONOMY
+# ---- scores, objective and the chair's controls (pipeline/assign/scores.py, controls.py)
+@click.option(
+    "--scores",
+    "scores_files",
+    multiple=True,
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="CSV paper_id,reviewer_id,score to mix in (repeatable; its stem names it in --weights).",
+)
+@click.option(
+    "--bids",
+    "bids_file",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="CSV paper_id,reviewer_id,label with OpenReview bid labels (Very High ... Very Low).",
+)
+@click.option(
+    "--bid-scores",
+    default="",
+    metavar="LABEL=SCORE,...",
+    help="Bid label scores [default: Very High=1,High=0.5,Neutral=0,Low=-0.5,Very Low=-1].",
+)
+@click.option(
+    "--weights",
+    default="",
+    metavar="NAME=W,...",
+    help="Weights of builtin, each --scores stem and bids (each 1 unless given; builtin=0 "
+    "turns the built-in affinity off).",
+)
+@click.option(
+    "--objective",
+    type=click.Choice(["max-sum", "fair"]),
+    default="max-sum",
+    show_default=True,
+    help="max-sum: largest total affinity; fair: raise the weakest paper first, then the total.",
+)
+@click.option(
+    "--demand",
+    "demand_file",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="CSV paper_id,demand: reviewers for the papers listed (the others get --per-paper).",
+)
+@click.option(
+    "--min-load",
+    type=click.IntRange(min=0, max=1_000_000),
+    default=0,
+    show_default=True,
+    help="Papers per reviewer at least, when it can be met (never above their max).",
+)
+@click.option(
+    "--lock",
+    "lock_file",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="CSV paper_id,reviewer_id: pairs that must be assigned.",
+)
+@click.option(
+    "--forbid",
+    "forbid_file",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="CSV paper_id,reviewer_id: pairs that must never be assigned.",
+)
+@click.option(
+    "--keep",
+    "keep_file",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="A previous assignments.csv: keep every pair still valid, fill in the rest.",
+)
+@click.option(
+    "--alternates",
+    type=click.IntRange(min=0, max=1000),
+    default=0,
+    show_default=True,
+    help="Write each paper's next K eligible reviewers to alternates.csv.",
+)
+@click.option(
+    "--require",
+    multiple=True,
+    metavar="KEY=VALUE[:N]",
+    help="At least N (default 1) reviewers per paper with this attribute (repeatable).",
+)
+@click.option(
+    "--at-most",
+    multiple=True,
+    metavar="KEY[=VALUE][:N]",
+    help="At most N (default 1) reviewers per paper sharing a value of KEY, or with "
+    "KEY=VALUE (repeatable).",
+)
 def assign_command(
     run_dir: Path,
     reviewers_file: Path,
@@ -136,22 +222,55 @@ def assign_command(
     cache_dir: Path | None,
     forum_url: str,
     taxonomy_path: Path | None,
+    scores_files: tuple[Path, ...],
+    bids_file: Path | None,
+    bid_scores: str,
+    weights: str,
+    objective: str,
+    demand_file: Path | None,
+    min_load: int,
+    lock_file: Path | None,
+    forbid_file: Path | None,
+    keep_file: Path | None,
+    alternates: int,
+    require: tuple[str, ...],
+    at_most: tuple[str, ...],
 ) -> None:
-    """Assign exactly --per-paper reviewers to each paper, maximizing total affinity.
+    """Assign --per-paper reviewers (or a paper's --demand) to each paper, maximizing total
+    affinity (or, with --objective fair, the weakest paper's first).
 
     RUN_DIR may be `latest`. Writes, in submission-number order, assignments.csv (one row per
     pair: the reason for its affinity, each score in a labelled column, a weak flag),
     conflicts.csv (every declared or derived conflict, with its reason), weak_pairs.csv
-    (pairs with no shared tag or keyword and faint text) and reviewers.html (by paper and by
-    reviewer, with search; papers left short first). Exit 2 when a conflict in
-    REVIEWERS_FILE names no paper of the run; exit 1 when some paper could not get its
-    reviewers (everything else still written).
+    (pairs with no shared tag or keyword and faint text), short.csv (papers left short, with
+    why), reviewers.html (by paper and by reviewer, with search; papers left short first)
+    and, with --alternates, alternates.csv. Exit 2 when a conflict in REVIEWERS_FILE names
+    no paper of the run; exit 1 when some paper could not get its reviewers (everything else
+    still written; short.csv lists them with why).
     """
     from pipeline import assign
-    from pipeline.assign import outputs
+    from pipeline.assign import chair_outputs, controls, outputs, scores
     from pipeline.assign.outputs import ASSIGNMENTS_FILE, CONFLICTS_FILE
     from pipeline.report.reviewers import REVIEWERS_FILE, write_reviewers_html
+    from pipeline.triage import tag_label
 
+    scoring = scores.Scoring(
+        sources=tuple(scores.load_scores(f) for f in scores_files),
+        bids=scores.load_bids(bids_file) if bids_file else (),
+        bid_scores=scores.parse_bid_scores(bid_scores),
+        weights=scores.parse_weights(weights),
+        affinity_sources=tuple(a for a in affinity_sources if a != "builtin"),
+    )
+    chair = controls.Controls(
+        demand=controls.read_demand(demand_file) if demand_file else (),
+        min_load=min_load,
+        locked=tuple(scores.read_pairs(lock_file, "locked pairs")) if lock_file else (),
+        forbidden=tuple(scores.read_pairs(forbid_file, "forbidden pairs")) if forbid_file else (),
+        keep=tuple(scores.read_pairs(keep_file, "kept assignment")) if keep_file else (),
+        rules=tuple(controls.parse_rule("require", r) for r in require)
+        + tuple(controls.parse_rule("at-most", r) for r in at_most),
+        alternates=alternates,
+    )
     reader = open_run(run_dir)
     taxonomy = run_taxonomy(taxonomy_path, reader)
     from pipeline.assign.conflicts import coauthor_notes
@@ -185,6 +304,9 @@ def assign_command(
         policy=policy,
         top_k=top_k or None,
         sources=sources,
+        scoring=scoring,
+        controls=chair,
+        objective=objective,
     )
     path = out or reader.dir / ASSIGNMENTS_FILE
     outputs.write_assignments_csv(result, path, taxonomy, weak_below=weak_below)
@@ -207,7 +329,9 @@ def assign_command(
         forum=forum_url,
         weak_below=weak_below,
     )
+    short = chair_outputs.write_short_csv(result, path.with_name(chair_outputs.SHORT_FILE))
     say(outputs.summary(result, weak_below=weak_below), lines=True)
+    say("\n".join(chair_outputs.chair_lines(result)), lines=True)
     for keyword, why in sorted(result.ignored_keywords.items()):
         say(f"note: keyword {keyword!r} does not count as expertise ({why})", err=True)
     say(f"assignments: {path}")
@@ -216,6 +340,13 @@ def assign_command(
     if edges is not None:
         say(f"openreview:  {edges}")
     say(f"reviewers:   {page}")
+    say(f"short:       {short}")
+    if alternates:
+        label = lambda t: tag_label(taxonomy, t)  # noqa: E731
+        alt = chair_outputs.write_alternates_csv(
+            result, path.with_name(chair_outputs.ALTERNATES_FILE), label
+        )
+        say(f"alternates:  {alt}")
     if result.uncovered:
         say(f"{len(result.uncovered)} paper(s) could not be covered:", err=True)
         for item in result.uncovered:
