@@ -71,6 +71,24 @@ def test_a_source_is_added_with_its_weight_and_changes_the_choice():
     assert scorer.block(np.asarray([0])).tolist() == [[3.0, 5.0]]
 
 
+def test_weights_set_the_embeddings_weight_and_must_name_a_source_given():
+    from pipeline.assign.scores import Scoring
+    from pipeline.errors import ConfigError
+
+    papers = [Paper(id="p0", title="T", abstract="x", tags=("t",))]
+    reviewers = [Reviewer(id="a", tags=("t",)), Reviewer(id="b")]
+    light = Scoring(weights={"embeddings": 2.0}, affinity_sources=("embeddings",))
+    kept = assign(
+        papers, reviewers, per_paper=1, max_load=1, sources=[(Tilt(), 5.0)], scoring=light
+    )
+    ((_, r, m),) = kept.pairs
+    assert r == "a" and m.affinity == 3.0  # 3 (tag + primary) beats 2 x 1.0 (5 x 1.0 did not)
+    with pytest.raises(ConfigError, match="names no source: embeddings"):
+        assign(
+            papers, reviewers, per_paper=1, max_load=1, scoring=Scoring(weights={"embeddings": 2.0})
+        )
+
+
 def test_embeddings_are_cached_by_model_and_text(server, tmp_path):
     client = openai.OpenAI(base_url=server.base_url, api_key=KEY, max_retries=0)
     calls: list[list[str]] = []
