@@ -52,6 +52,7 @@ class Response:
     headers: dict[str, str] = field(default_factory=dict)
     content_type: str = "application/json"
     trickle_s: float | None = None  # send the body one byte per this many seconds
+    held: Callable[[], None] | None = None  # called once a trickle's first body bytes are out
 
     def head(self, keep_alive: bool) -> bytes:
         """The status line and headers, with the blank line that ends them."""
