@@ -40,6 +40,7 @@ from functools import lru_cache
 
 from rapidfuzz.distance import Levenshtein
 
+from pipeline.datafiles import DataFile, WordSet, load_data
 from pipeline.folding import fold
 
 MAX_CHANGED_WORDS = 2
@@ -53,163 +54,26 @@ MIN_TOKENS = 4  # a shorter quote gets no tolerance at all
 
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+")
 _ELLIPSIS = re.compile(r"\s*(?:[\[(]\s*(?:\.\.\.+|\u2026)\s*[\])]|\.\.\.+|\u2026)\s*")
-ARTICLES = frozenset({"a", "an", "the"})
-_FORMS = [
-    frozenset({"is", "are", "was", "were", "be", "been", "being"}),
-    frozenset({"has", "have", "had", "having"}),
-    frozenset({"do", "does", "did"}),
-]
-POLARITY = frozenset(
-    [
-        "not",
-        "no",
-        "nor",
-        "never",
-        "none",
-        "neither",
-        "cannot",
-        "can't",
-        "without",
-        "non",
-        "un",
-        "nothing",
-        "nobody",
-        "lack",
-        "lacks",
-        "lacking",
-        "fail",
-        "fails",
-        "failed",
-        "failing",
-        "unable",
-        "only",
-        "except",
-        "unlike",
-        "although",
-        "but",
-        "however",
-        "yet",
-        "worse",
-        "worst",
-        "better",
-        "best",
-        "more",
-        "most",
-        "less",
-        "least",
-        "fewer",
-        "fewest",
-        "higher",
-        "highest",
-        "lower",
-        "lowest",
-        "larger",
-        "largest",
-        "smaller",
-        "smallest",
-        "faster",
-        "fastest",
-        "slower",
-        "slowest",
-        "greater",
-        "greatest",
-        "increase",
-        "increases",
-        "increased",
-        "increasing",
-        "decrease",
-        "decreases",
-        "decreased",
-        "decreasing",
-        "improve",
-        "improves",
-        "improved",
-        "improving",
-        "degrade",
-        "degrades",
-        "degraded",
-        "degrading",
-        "outperform",
-        "outperforms",
-        "outperformed",
-        "outperforming",
-        "underperform",
-        "underperforms",
-        "underperformed",
-        "above",
-        "below",
-        "over",
-        "under",
-        "beyond",
-        "min",
-        "max",
-        "minimum",
-        "maximum",
-        "up",
-        "down",
-        "gain",
-        "gains",
-        "loss",
-        "losses",
-        "superior",
-        "inferior",
-        "positive",
-        "negative",
-        "true",
-        "false",
-        "correct",
-        "incorrect",
-        "all",
-        "some",
-        "few",
-        "many",
-        "rarely",
-        "seldom",
-        "always",
-        "often",
-        "sometimes",
-        "significantly",
-        "marginally",
-        "slightly",
-    ]
-)
+DATA_FILE = "alignment.yaml"
+
+
+class AlignmentWords(DataFile):
+    """The format of prompts/alignment.yaml (what each list is for is written there)."""
+
+    articles: WordSet
+    forms: tuple[WordSet, ...]
+    polarity: WordSet
+    negations: WordSet
+    abbreviation_ends: WordSet
+
+
+WORDS = load_data(DATA_FILE, AlignmentWords)
+ARTICLES = WORDS.articles
+_FORMS = WORDS.forms  # of be, have and do
+POLARITY = WORDS.polarity
 # What an elision may not skip (outside parentheses): it would reverse what is kept.
-NEGATIONS = frozenset(
-    [
-        "not",
-        "no",
-        "nor",
-        "never",
-        "none",
-        "neither",
-        "cannot",
-        "can't",
-        "without",
-        "nothing",
-        "nobody",
-        "lack",
-        "lacks",
-        "lacking",
-        "fail",
-        "fails",
-        "failed",
-        "failing",
-        "unable",
-        "but",
-        "while",
-        "whereas",
-        "although",
-        "though",
-        "however",
-        "yet",
-        "unlike",
-        "except",
-        "instead",
-        "rather",
-        "than",
-    ]
-) - {"than"}
-_ABBREVIATION_ENDS = frozenset({"e", "g", "i", "eg", "ie", "al", "etc", "vs", "cf", "fig", "eq"})
+NEGATIONS = WORDS.negations
+_ABBREVIATION_ENDS = WORDS.abbreviation_ends
 _SUFFIXES = ("ing", "ed", "es", "s", "ly", "e")
 _SENTENCE_GAP = re.compile(r"[.!?][\"')\]]*\s")
 

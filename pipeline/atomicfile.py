@@ -6,6 +6,11 @@ over the target: `rename` replaces a symlink at the target path instead of writi
 it, and a reader sees the old file or the new one, never a mix. On any failure (disk full,
 read-only folder, an exception in the caller) the temp file is removed and the target is
 untouched; the OSError becomes a StorageError naming the target.
+
+A file written as a stream over a whole run goes through `open_temp` (the same temp file,
+renamed by its writer when complete) or `open_fresh` (a new file renamed into place at once,
+then written line by line): either way a link planted at the target is replaced, never
+written through.
 """
 
 from __future__ import annotations
@@ -26,9 +31,11 @@ def temp_name(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.tmp")
 
 
-@contextlib.contextmanager
-def atomic_open(path: Path, *, binary: bool = False, durable: bool = False) -> Iterator[IO]:
-    """Open a temp file for writing; on a clean exit it replaces `path` (fsynced if durable)."""
+def open_temp(
+    path: Path, *, binary: bool = False, encoding: str = "utf-8", newline: str | None = ""
+) -> IO:
+    """A new, empty `temp_name(path)` open for writing, never through a link; the caller
+    renames it over `path` or removes it (StorageError naming `path` when it cannot be made)."""
     path = Path(path)
     tmp = temp_name(path)
     try:
@@ -37,10 +44,36 @@ def atomic_open(path: Path, *, binary: bool = False, durable: bool = False) -> I
         fd = os.open(tmp, _FLAGS, 0o644)
     except OSError as exc:
         raise StorageError.from_os_error(path, exc) from exc
+    if binary:
+        return os.fdopen(fd, "wb")
+    return os.fdopen(fd, "w", encoding=encoding, newline=newline)
+
+
+def open_fresh(
+    path: Path, *, binary: bool = False, encoding: str = "utf-8", newline: str | None = ""
+) -> IO:
+    """`path` replaced at once by a new, empty file open for writing (a file streamed line by
+    line): whatever was at `path`, a planted link included, is replaced, never written to."""
+    path = Path(path)
+    fh = open_temp(path, binary=binary, encoding=encoding, newline=newline)
     try:
-        mode = "wb" if binary else "w"
-        encoding = None if binary else "utf-8"
-        with os.fdopen(fd, mode, encoding=encoding, newline=None if binary else "") as fh:
+        os.replace(temp_name(path), path)
+    except OSError as exc:
+        fh.close()
+        with contextlib.suppress(OSError):
+            temp_name(path).unlink()
+        raise StorageError.from_os_error(path, exc) from exc
+    return fh
+
+
+@contextlib.contextmanager
+def atomic_open(path: Path, *, binary: bool = False, durable: bool = False) -> Iterator[IO]:
+    """Open a temp file for writing; on a clean exit it replaces `path` (fsynced if durable)."""
+    path = Path(path)
+    tmp = temp_name(path)
+    fh = open_temp(path, binary=binary)
+    try:
+        with fh:
             yield fh
             fh.flush()
             if durable:
@@ -65,4 +98,14 @@ def write_bytes(path: Path, data: bytes, *, durable: bool = False) -> Path:
     """Write `data` to `path` atomically; returns the path."""
     with atomic_open(path, binary=True, durable=durable) as fh:
         fh.write(data)
+    return Path(path)
+
+
+def make_parent(path: Path) -> Path:
+    """Create the folder `path` is to be written in, if missing (StorageError naming it)."""
+    parent = Path(path).parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError.from_os_error(parent, exc) from exc
     return Path(path)

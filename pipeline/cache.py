@@ -6,7 +6,8 @@ millions of records costs a few dozen MB. Each record is written whole (os.write
 until every byte is out) on an O_APPEND descriptor under an exclusive lock, so concurrent
 runs cannot interleave lines and a SIGKILL loses at most the line being written (skipped
 with a warning on the next load); a write that fails (disk full) is cut off again and stops
-the run with a StorageError.
+the run with a StorageError. A cache file is never opened through a symlink: a link planted
+under its name is a StorageError, not a write to wherever it points.
 
 A line is trusted for nothing it cannot show. Only validated records are put, and each line
 ends with a seal, `"seal":"<32 hex>"`: sha256 of the validating code's digest
@@ -28,11 +29,13 @@ import hashlib
 import json
 import logging
 import os
+import re
 from pathlib import Path
 from typing import IO, Any
 
 from pipeline.errors import StorageError
 from pipeline.jsonl import compact_json
+from pipeline.repair import replace_surrogates
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +45,12 @@ _SLOT_LEN = 16  # hex digits of a key the index keeps (64 bits)
 _SEAL_START = b',"seal":"'
 _SEAL_LEN = 32
 _SEAL_SUFFIX_LEN = len(_SEAL_START) + _SEAL_LEN + len(b'"}\n')
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+# Never through a link planted under a cache file's name: it is refused (StorageError), so a
+# record is never appended to, nor read from, a file elsewhere.
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | _NOFOLLOW
+_READ_FLAGS = os.O_RDONLY | _NOFOLLOW
 
 
 def cache_key(*, abstract_text: str, **settings: Any) -> str:
@@ -130,10 +139,13 @@ class StageCache:
         try:
             if not read_only:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+                self._fd = os.open(path, _APPEND_FLAGS, 0o644)
             if not read_only or path.exists():
-                self._reader = open(path, "rb")  # noqa: SIM115 - lives as long as the cache
+                # Lives as long as the cache.
+                self._reader = os.fdopen(os.open(path, _READ_FLAGS), "rb")
         except OSError as exc:
+            if self._fd is not None:
+                os.close(self._fd)
             raise StorageError.from_os_error(f"the cache {path}", exc) from exc
         # The first 64 bits of each key -> the offset of its line: an int costs a quarter of
         # the 64-character key. A lookup reads the line and checks its whole key, so two keys
@@ -208,6 +220,8 @@ class StageCache:
             record = json.loads(line)
         except (ValueError, RecursionError):  # bad JSON or UTF-8, a 5000-digit number, ...
             record = None
+        if _SURROGATE_ESCAPE.search(line) and replace_surrogates(record)[1]:
+            record = None  # a lone surrogate (no writer of this cache puts one) crashes writers
         if not isinstance(record, dict):
             log.warning("%s: unreadable record for key %s; recomputing", self.path, key[:16])
             self.discard(key)

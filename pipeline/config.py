@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -188,10 +187,7 @@ def load_settings(
     if config_path is not None and not config_path.exists():
         raise ConfigError(f"config file not found: {config_path}")
     if path is not None:
-        try:
-            loaded = yamltext.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"cannot read {path}: {exc}") from exc
+        loaded = yamltext.load_file(path, what="config file") or {}
         if not isinstance(loaded, dict):
             raise ConfigError(f"{path}: expected a mapping of settings")
         if "api_key" in loaded:

@@ -86,6 +86,8 @@ class StorageError(PipelineError):
     def from_os_error(cls, path: object, exc: OSError) -> StorageError:
         """The one message for a failed write: what, where and why (disk full: what to do)."""
         why = exc.strerror or str(exc)
+        if exc.errno == errno.ELOOP:  # O_NOFOLLOW met a link where the file should be
+            why = "it is a symbolic link, and digest never writes through one; remove it"
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             why += "; free some space and rerun the same command (finished work is cached)"
         return cls(f"cannot write {path}: {why}")

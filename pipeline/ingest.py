@@ -17,7 +17,6 @@ from __future__ import annotations
 import codecs
 import csv
 import errno
-import json
 import logging
 import os
 import re
@@ -176,6 +175,9 @@ _BAD_LINES_NAMED = 10
 # After decoding with surrogateescape, an invalid byte is a lone surrogate U+DC80..U+DCFF.
 _BAD_BYTE = re.compile("[\udc80-\udcff]")
 _VALID_NON_ASCII = re.compile("[^\x00-\x7f\udc80-\udcff]")
+# A JSON \\uXXXX escape of a UTF-16 surrogate, after an even number of backslashes.
+_SURROGATE_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u([dD][89a-fA-F][0-9a-fA-F]{2})")
+_JSON_SUFFIXES = (".json", ".jsonl")
 # Line splitting per format (open()'s `newline`): JSON Lines split on \n only, so a raw
 # U+2028, U+0085 or CR inside a JSON string is data (as pipeline/jsonl.py reads them).
 _NEWLINE: dict[str, str | None] = {".jsonl": "\n"}
@@ -197,6 +199,7 @@ def _sniff(path: Path) -> str:
     become U+FFFD, with one warning naming their lines), so valid text never turns to mojibake.
     """
     bad = _BadLines()
+    lone = _BadLines() if path.suffix.lower() in _JSON_SUFFIXES else None
     valid_non_ascii = False
     content = False
     head: str | None = None
@@ -211,7 +214,7 @@ def _sniff(path: Path) -> str:
                 data = carry + chunk
                 if head is None and data.startswith(codecs.BOM_UTF8):
                     data, valid_non_ascii = data[len(codecs.BOM_UTF8) :], True
-                cut = _complete_prefix(data) if chunk else len(data)
+                cut = _cut(data, json_file=lone is not None) if chunk else len(data)
                 data, carry = data[:cut], data[cut:]
                 try:
                     text = data.decode("utf-8")  # the fast path: valid UTF-8
@@ -221,6 +224,8 @@ def _sniff(path: Path) -> str:
                     bad.scan(text, line)
                 else:
                     valid_non_ascii = valid_non_ascii or not data.isascii()
+                if lone is not None and "\\u" in text:
+                    lone.scan(text, line, _lone_surrogate_escapes(text))
                 if head is None:
                     head = text[:_PROBE_CHARS]
                 content = content or bool(text.strip())
@@ -234,6 +239,14 @@ def _sniff(path: Path) -> str:
         raise InputError(f"{path} is not a text file (control characters)")
     if not content:
         raise InputError(f"{path} is empty")
+    if lone is not None and lone.count:
+        log.warning(
+            "%s: a lone UTF-16 surrogate escape (\\ud800 ...) on %d line(s) (%s); each is "
+            "read as U+FFFD",
+            path,
+            lone.count,
+            lone.named(),
+        )
     if not bad.count:
         return _UTF8
     if not valid_non_ascii:
@@ -246,6 +259,41 @@ def _sniff(path: Path) -> str:
         bad.named(),
     )
     return _UTF8
+
+
+def _cut(data: bytes, *, json_file: bool) -> int:
+    """Where to end this chunk: at an incomplete UTF-8 sequence, and in a JSON file after
+    the last newline (an escape such as \\ud83d\\ude00 is never cut; JSON strings hold no
+    newline), or, in a line longer than a chunk, before a backslash among the last bytes."""
+    cut = _complete_prefix(data)
+    if json_file:
+        newline = data.rfind(b"\n", 0, cut)
+        if newline >= 0:
+            return newline + 1
+        backslash = data.find(b"\\", max(0, cut - 12), cut)
+        if backslash > 0:
+            return backslash
+    return cut
+
+
+def _lone_surrogate_escapes(text: str) -> Iterator[int]:
+    """Where the JSON text has an escaped UTF-16 surrogate that is not half of a pair."""
+    high_end, high_start = -1, -1  # the last high surrogate escape, still waiting for its low
+    for m in _SURROGATE_ESCAPE.finditer(text):
+        start = m.start(1) - 2
+        is_high = m.group(1)[1] in "89abAB"
+        if high_start >= 0:
+            if not is_high and start == high_end:
+                high_start = -1
+                continue
+            yield high_start
+            high_start = -1
+        if is_high:
+            high_end, high_start = m.end(), start
+        else:
+            yield start
+    if high_start >= 0:
+        yield high_start
 
 
 def _complete_prefix(data: bytes) -> int:
@@ -267,12 +315,15 @@ class _BadLines:
         self.count = 0
         self.lines: list[int] = []
 
-    def scan(self, text: str, line: int) -> None:
-        """Record the bad bytes of `text` (decoded with surrogateescape) starting at `line`."""
+    def scan(self, text: str, line: int, positions: Iterable[int] | None = None) -> None:
+        """Record the lines of `text` (starting at `line`) holding a bad byte (decoded with
+        surrogateescape), or else the given positions."""
         pos = 0
-        for m in _BAD_BYTE.finditer(text):
-            line += text.count("\n", pos, m.start())
-            pos = m.start()
+        if positions is None:
+            positions = (m.start() for m in _BAD_BYTE.finditer(text))
+        for start in positions:
+            line += text.count("\n", pos, start)
+            pos = start
             if self.lines and self.lines[-1] == line:
                 continue
             self.count += 1
@@ -330,15 +381,7 @@ def _jsonl_canonical(path: Path, f: TextIO) -> Iterator[dict]:
     for lineno, line in enumerate(f, 1):
         if not line.strip(" \t\r\n"):
             continue
-        try:
-            row = ingest_formats.canonical_row(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
-        except RecursionError as exc:
-            raise InputError(f"{path}:{lineno}: invalid JSON (nested too deeply)") from exc
-        except ValueError as exc:  # e.g. an integer of more than 4300 digits
-            reason = str(exc).split(";")[0]
-            raise InputError(f"{path}:{lineno}: invalid JSON ({reason})") from exc
+        row = ingest_formats.canonical_row(ingest_formats.json_value(line, f"{path}:{lineno}"))
         if not isinstance(row, dict) or "abstract" not in row:
             raise InputError(f"{path}:{lineno}: expected an object with an 'abstract' field")
         abstract = row["abstract"]
@@ -518,19 +561,14 @@ def read_inputs(
     if out_dir is not None:
         _refuse_inputs_inside(found.files, out_dir)
     if found.ignored:
-        shown = "; ".join(found.ignored[:10])
-        more = f"; and {len(found.ignored) - 10} more" if len(found.ignored) > 10 else ""
         log.warning(
-            "ignored %d file(s) in the input folders (listed in manifest.json): %s%s",
+            "ignored %d file(s) in the input folders (listed in manifest.json): %s",
             len(found.ignored),
-            shown,
-            more,
+            _first_few(found.ignored),
         )
     for path in found.files:
         scanned, rows, file_skipped = _scan_file(path)
-        for position in file_skipped:
-            skipped.append(f"{path}#{position}: empty abstract")
-            log.warning("%s#%d: empty abstract skipped", path, position)
+        skipped += (f"{path}#{position}: empty abstract" for position in file_skipped)
         file = str(path)  # one string for every source in the file
         for position, abstract_id, title, ref, fingerprint in rows:
             n_inputs += 1
@@ -547,6 +585,12 @@ def read_inputs(
                 if entry.title is None and title:
                     entry.title = title
         scanned_files.append(scanned)
+    if skipped:
+        log.warning(
+            "skipped %d row(s) with an empty abstract (counted in manifest.json): %s",
+            len(skipped),
+            _first_few([s.removesuffix(": empty abstract") for s in skipped]),
+        )
     abstracts = AbstractStream(scanned_files, len(by_id))
     return IngestResult(
         abstracts if stream else list(abstracts),
@@ -555,6 +599,12 @@ def read_inputs(
         [str(p) for p in paths],
         found.ignored,
     )
+
+
+def _first_few(items: list[str], shown: int = 10) -> str:
+    """The first `shown` items, then how many more: one warning line for any number."""
+    more = f"; and {len(items) - shown} more" if len(items) > shown else ""
+    return "; ".join(items[:shown]) + more
 
 
 def _refuse_inputs_inside(files: list[Path], out_dir: Path) -> None:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pipeline.errors import InputError
+from pipeline.repair import replace_surrogates
 
 # A note id as OpenReview makes them (e.g. "rJlnfaNYvB", "H1eUz1rKPr"): 8-14 URL-safe
 # characters with upper and lower case letters. Only these get a forum link by default.
@@ -57,6 +58,8 @@ _ALIASES: dict[str, tuple[str, ...]] = {
 }
 _CANONICAL = {alias: name for name, aliases in _ALIASES.items() for alias in aliases}
 _KEY_NOISE = re.compile(r"[\s_\-.]+")
+# A JSON escape of a UTF-16 surrogate (a pair is one character; a lone one is not writable).
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _WRAPPERS = ("notes", "submissions", "papers", "data", "items", "rows")
 
 
@@ -194,19 +197,38 @@ def abstract_of(row: dict) -> str:
     return abstract if isinstance(abstract, str) else ""
 
 
+def json_value(text: str, where: str) -> Any:
+    """One JSON document of an input file, a lone UTF-16 surrogate escape (`"\\ud800"`) in
+    a string read as U+FFFD (pipeline/ingest.py warns about them); invalid JSON, nesting too
+    deep for Python or an integer past Python's digit limit is an InputError starting with
+    `where` (file:line)."""
+    try:
+        value = json.loads(text)
+        if SURROGATE_ESCAPE.search(text):
+            value, _ = replace_surrogates(value)
+        return value
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{where}: invalid JSON ({exc.msg})") from exc
+    except RecursionError as exc:
+        raise InputError(f"{where}: invalid JSON (nested too deeply)") from exc
+    except ValueError as exc:  # an integer of more than 4300 digits
+        raise InputError(f"{where}: invalid JSON ({str(exc).split(';')[0]})") from exc
+
+
 def _json_rows(path: Path, f: TextIO) -> Iterator[Row]:
     """`.json`: an array of rows/notes, an object wrapping one (`notes`, ...), or one row."""
     text = f.read()
     try:
-        data: Any = json.loads(text)
-    except json.JSONDecodeError as exc:
-        if exc.msg != "Extra data":
+        data: Any = json_value(text, str(path))
+    except InputError as exc:
+        cause = exc.__cause__
+        if not isinstance(cause, json.JSONDecodeError):
+            raise
+        if cause.msg != "Extra data":
             raise InputError(
-                f"{path}:{exc.lineno}: invalid JSON ({exc.msg}, column {exc.colno})"
-            ) from exc
+                f"{path}:{cause.lineno}: invalid JSON ({cause.msg}, column {cause.colno})"
+            ) from cause
         data = _json_lines(path, text)  # one JSON value per line, named .json
-    except RecursionError as exc:
-        raise InputError(f"{path}: invalid JSON (nested too deeply)") from exc
     if isinstance(data, dict):
         wrapped = next((data[k] for k in _WRAPPERS if isinstance(data.get(k), list)), None)
         data = wrapped if wrapped is not None else [data]
@@ -225,27 +247,36 @@ def _json_rows(path: Path, f: TextIO) -> Iterator[Row]:
 
 
 def _json_lines(path: Path, text: str) -> list[Any]:
-    out = []
-    for lineno, line in enumerate(text.split("\n"), 1):
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
-    return out
+    return [
+        json_value(line, f"{path}:{lineno}")
+        for lineno, line in enumerate(text.split("\n"), 1)
+        if line.strip()
+    ]
 
 
 def _tsv_rows(path: Path, f: TextIO) -> Iterator[Row]:
-    """`.tsv`: tab-separated, a header row naming an abstract column (any case)."""
-    reader = csv.DictReader(f, delimiter="\t")
+    """`.tsv`: tab-separated, a header row naming an abstract column (any case).
+
+    One line is one row: quotes are not CSV quoting (a stray `"` at the start of a title
+    would otherwise swallow the rows up to the next one); a cell quoted as a whole has its
+    quotes removed (and `""` inside it read as `"`).
+    """
+    reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
     try:
-        names = reader.fieldnames
+        names = [_tsv_cell(n) for n in next(reader, [])]
         if not names or "abstract" not in {_CANONICAL.get(_key(n)) for n in names}:
-            raise InputError(f"{path}: TSV needs an 'abstract' column (found: {names})")
-        for row in reader:
-            yield row_fields({(k or ""): v for k, v in row.items()})
+            raise InputError(f"{path}: TSV needs an 'abstract' column (found: {names or None})")
+        for cells in reader:
+            if cells:
+                yield row_fields(dict(zip(names, map(_tsv_cell, cells), strict=False)))
     except csv.Error as exc:
         raise InputError(f"{path}:{reader.line_num}: malformed TSV ({exc})") from exc
+
+
+def _tsv_cell(cell: str) -> str:
+    if len(cell) >= 2 and cell[0] == cell[-1] == '"':
+        return cell[1:-1].replace('""', '"')
+    return cell
 
 
 READERS = {".json": _json_rows, ".tsv": _tsv_rows}

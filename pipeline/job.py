@@ -2,17 +2,20 @@
 
 The flow is one-way: the CLI ingests, `run_job` runs the stages and writes the run folder
 (and feeds every record to the sinks the caller gives, e.g. the HTML report), the CLI
-reports. The manifest is written when the run starts (status "running") and again when it
-ends, whatever the ending, so a folder always says whether it is complete.
+reports. The manifest is written with the folder's first files (status "running") and
+again when the run ends, whatever the ending, so a folder always says whether it is
+complete. A run that got no answer at all (refused at the start) writes no folder.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import itertools
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,6 +50,9 @@ class RecordSink(Protocol):
     def finish(self, manifest: Manifest) -> None:
         """The run ended; the manifest says how."""
 
+    def abort(self) -> None:
+        """The run ended without writing a run folder: drop whatever was begun."""
+
 
 @dataclass
 class JobResult:
@@ -58,19 +64,50 @@ class JobResult:
 
 
 def new_run_dir(settings: Settings, prefix: str = "run") -> Path:
-    """`--out` if given, else a fresh timestamped folder under outputs/ (`<prefix>-<stamp>`)."""
+    """`--out` if given, else a new folder under outputs/, `<prefix>-<stamp>` (`-2`, `-3`, ...
+    when taken), made here: mkdir is atomic and exclusive, so two commands started in the
+    same second never share one."""
     if settings.out_dir is not None:
         return settings.out_dir
+    root = settings.outputs_root
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    candidate = settings.outputs_root / f"{prefix}-{stamp}"
-    n = 1
-    while candidate.exists():
-        n += 1
-        candidate = settings.outputs_root / f"{prefix}-{stamp}-{n}"
-    return candidate
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError.from_os_error(root, exc) from exc
+    for n in itertools.count(1):
+        candidate = root / (f"{prefix}-{stamp}" if n == 1 else f"{prefix}-{stamp}-{n}")
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise StorageError.from_os_error(candidate, exc) from exc
+        return candidate
+    raise AssertionError("unreachable")
 
 
-__all__ = ["JobResult", "RecordSink", "load_project_taxonomy", "new_run_dir", "run_job"]
+@contextlib.contextmanager
+def claimed_run_dir(settings: Settings, prefix: str = "run") -> Iterator[Path]:
+    """`new_run_dir` for a block: a folder it made is removed again on the way out when the
+    command left it empty (it stopped before writing a run folder)."""
+    run_dir = new_run_dir(settings, prefix)
+    try:
+        yield run_dir
+    finally:
+        if settings.out_dir is None:
+            with contextlib.suppress(OSError):
+                run_dir.rmdir()  # only while empty
+
+
+__all__ = [
+    "JobResult",
+    "RecordSink",
+    "claimed_run_dir",
+    "load_project_taxonomy",
+    "new_run_dir",
+    "run_job",
+]
 
 
 @dataclass
@@ -167,6 +204,7 @@ def run_job(
     backend: Backend | None = None,
     first_answers: dict[str, FirstAnswer] | None = None,
     context: RunContext | None = None,
+    on_folder: Callable[[Path], object] | None = None,
 ) -> JobResult:
     """Run every configured stage over the ingested abstracts and write the run folder.
 
@@ -177,19 +215,25 @@ def run_job(
     `first_answers` (cache key -> answer, e.g. Batch API output lines) stand for the first
     request of their stage; each one taken is removed from the dict.
     `context`: the run context of `settings` when the caller built one (it is closed here).
+    `on_folder` is called with `run_dir` when its files are made: at the first record or
+    failure record, or at the end of a run that completed or got any answer. A run that
+    stops with no answer (refused by the endpoint, nothing cached) writes no run folder and
+    never calls it.
     """
     started = time.time()
     identity = BackendIdentity(backend.name, backend.model) if backend is not None else None
     # The cache before the run folder: a bad cache leaves no folder behind.
     context = context or RunContext(settings, identity=identity)
     try:
-        writer = RunWriter(run_dir)  # leaves no half-made folder behind
+        engine = engine_for(settings, backend=backend)
+        # Locks the folder (another run writing it is refused); makes no file yet.
+        writer = RunWriter(run_dir, on_folder=on_folder)
     except BaseException:
         context.close()
         raise
     run = _Run(
         context=context,
-        engine=engine_for(settings, backend=backend),
+        engine=engine,
         ingest=ingest,
         writer=writer,
         stats=RunStats.for_stages(tuple(context.stages)),
@@ -199,7 +243,7 @@ def run_job(
         backend=backend,
         first_answers=first_answers,
     )
-    writer.write_manifest(run.manifest("running"))
+    writer.write_manifest(run.manifest("running"))  # with the files, when they are made
     status: RunStatus = "fatal"
     failing = True
     try:
@@ -222,17 +266,19 @@ def run_job(
 
 
 def _close_run(run: _Run, manifest: Manifest, *, quiet: bool) -> None:
-    """Write the last manifest, close every file and finish every sink, whatever fails.
+    """Write the last manifest, finish every sink (abort it when the run wrote no folder),
+    close every file and release the folder, whatever fails.
 
     On a full disk each step may fail: all are tried, then the first StorageError is
     raised, unless the run already stops on an error of its own (`quiet`), which is then
-    the one message the user gets.
+    the one message the user gets. The folder stays locked until the sinks have finished.
     """
     steps: list[Callable[[], object]] = [
+        functools.partial(_keep_answers, run),
         functools.partial(run.writer.write_manifest, manifest),
-        run.writer.close,
         run.context.close,
-        *(functools.partial(sink.finish, manifest) for sink in run.sinks),
+        *(functools.partial(_end_sink, sink, run.writer, manifest) for sink in run.sinks),
+        run.writer.close,
     ]
     first: StorageError | None = None
     for step in steps:
@@ -243,6 +289,20 @@ def _close_run(run: _Run, manifest: Manifest, *, quiet: bool) -> None:
             first = first or exc
     if first is not None and not quiet:
         raise first
+
+
+def _keep_answers(run: _Run) -> None:
+    """A run that got any answer (asked or cached) keeps its folder, even before its first
+    record; one that got none (refused at the start) writes none."""
+    if run.stats.answered:
+        run.writer.make_files()
+
+
+def _end_sink(sink: RecordSink, writer: RunWriter, manifest: Manifest) -> None:
+    if writer.written:
+        sink.finish(manifest)
+    else:
+        sink.abort()
 
 
 def _prepare(run: _Run) -> StageRunner:

@@ -17,8 +17,10 @@ from typing import IO, Any, cast
 import jsonlines
 import orjson
 from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError
 
 from pipeline.errors import InputError
+from pipeline.repair import replace_surrogates
 
 log = logging.getLogger(__name__)
 
@@ -118,17 +120,30 @@ class JsonlWriter:
 
 
 def _dumps(value: Any) -> bytes:
-    if isinstance(value, BaseModel):
-        # model_dump_json() is this .decode()d: the same bytes, without the str copy
-        return type(value).__pydantic_serializer__.to_json(value)
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    try:
+        if isinstance(value, BaseModel):
+            # model_dump_json() is this .decode()d: the same bytes, without the str copy
+            return type(value).__pydantic_serializer__.to_json(value)
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except (UnicodeEncodeError, PydanticSerializationError):
+        if isinstance(value, BaseModel):
+            value = value.model_dump(mode="json")
+        return _utf8_json(value)
+
+
+def _utf8_json(value: Any) -> bytes:
+    """Compact JSON of `value` with any lone UTF-16 surrogate in its strings replaced by
+    U+FFFD: nothing the tool writes holds one (no UTF-8 reader could read it back)."""
+    text = json.dumps(replace_surrogates(value)[0], ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8")
 
 
 def compact_json(value: Any) -> bytes:
     """Compact UTF-8 JSON of `value` (the report page, cache lines): orjson, ~10x json.dumps,
     which writes the same values (a float may be spelled differently: 1e-7 for 1e-07);
-    json.dumps for what orjson refuses (an int past 64 bits, a non-str key)."""
+    json.dumps for what orjson refuses (an int past 64 bits, a non-str key, a lone
+    surrogate, written as U+FFFD)."""
     try:
         return orjson.dumps(value)
     except (TypeError, orjson.JSONEncodeError):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return _utf8_json(value)

@@ -1,4 +1,5 @@
-"""Prompt templates: small YAML files in prompts/, validated, rendered and hashed by content."""
+"""Prompt templates and data files: small YAML files in prompts/, validated, rendered and
+hashed by content."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pipeline import yamltext
@@ -71,7 +71,9 @@ def load_template(prompts_dir: Path, name: str) -> PromptTemplate:
     """Load prompts/<name>.yaml."""
     path = prompts_dir / f"{name}.yaml"
     try:
-        data = yamltext.safe_load(path.read_text(encoding="utf-8"))
+        data = yamltext.load_file(path, what="prompt template")
         return PromptTemplate.model_validate(data)
-    except (OSError, yaml.YAMLError, ValidationError) as exc:
-        raise ConfigError(f"cannot load prompt template {path}: {exc}") from exc
+    except ValidationError as exc:
+        raise ConfigError(
+            f"cannot load prompt template {yamltext.invalid_value(path, exc)}"
+        ) from exc

@@ -162,7 +162,7 @@ def decode_answer(raw: str) -> Decoded:
         repairs.append("json_repair")
     if body[end:].strip() and "prose_around" not in repairs:
         repairs.append("prose_around")
-    data, replaced = _without_surrogates(data)
+    data, replaced = replace_surrogates(data)
     if replaced:
         repairs.append("lone_surrogate")
     return Decoded(data, repairs)
@@ -360,8 +360,9 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(text)
 
 
-def _without_surrogates(data: Any) -> tuple[Any, bool]:
-    """`data` with lone surrogates in its strings (keys included) replaced by U+FFFD."""
+def replace_surrogates(data: Any) -> tuple[Any, bool]:
+    """`data` with lone surrogates in its strings (keys included) replaced by U+FFFD, and
+    whether there was one."""
     replaced = False
 
     def clean(value: Any) -> Any:

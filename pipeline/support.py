@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any
 
+from pipeline.datafiles import DataFile, Words, WordSet, load_data
 from pipeline.folding import GREEK as _GREEK
 from pipeline.folding import SYMBOLS as _SYMBOLS
 from pipeline.taxonomy import Taxonomy
@@ -39,176 +40,36 @@ from pipeline.text import NUMBER_RE
 
 COMPOUND_GAP = 2  # words allowed between the parts of a compound ("English-to-German")
 MAX_SUPPORT_CHARS = 20_000  # tags are checked against the start of a longer text
+DATA_FILE = "grounding.yaml"
 
+
+class GroundingWords(DataFile):
+    """The format of prompts/grounding.yaml (what each list is for is written there)."""
+
+    generic_words: WordSet
+    small_words: WordSet
+    abbreviations: dict[str, str]
+    number_words: dict[str, int]
+    function_words: WordSet
+    antonyms: tuple[tuple[str, str], ...]
+    superiority_words: Words
+    comparison_words: Words
+    support_phrases: dict[str, tuple[str, ...]]
+    vocabulary_stop: WordSet
+    umbrellas: dict[str, tuple[str, ...]]
+
+
+WORDS = load_data(DATA_FILE, GroundingWords)
 # Words a name may add or leave out: what kind of thing it is, not which one.
-GENERIC_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "on",
-        "in",
-        "for",
-        "with",
-        "and",
-        "or",
-        "to",
-        "by",
-        "at",
-        "from",
-        "via",
-        "using",
-        "under",
-        "over",
-        "per",
-        "vs",
-        "versus",
-        "dataset",
-        "datasets",
-        "data",
-        "set",
-        "sets",
-        "benchmark",
-        "benchmarks",
-        "task",
-        "tasks",
-        "suite",
-        "corpus",
-        "corpora",
-        "collection",
-        "split",
-        "test",
-        "testing",
-        "train",
-        "training",
-        "validation",
-        "evaluation",
-        "environment",
-        "environments",
-        "domain",
-        "domains",
-        "problem",
-        "problems",
-        "setting",
-        "settings",
-        "experiment",
-        "experiments",
-        "standard",
-        "baseline",
-        "baselines",
-        "method",
-        "methods",
-        "approach",
-        "approaches",
-        "model",
-        "models",
-        "technique",
-        "techniques",
-        "algorithm",
-        "algorithms",
-        "framework",
-        "frameworks",
-        "system",
-        "systems",
-        "architecture",
-        "architectures",
-        "network",
-        "networks",
-        "variant",
-        "variants",
-        "version",
-        "versions",
-        "implementation",
-        "prior",
-        "previous",
-        "existing",
-        "state",
-        "art",
-        "sota",
-        "competing",
-        "conventional",
-        "traditional",
-        "classical",
-        "other",
-        "others",
-        "several",
-        "multiple",
-        "various",
-        "common",
-        "popular",
-        "well",
-        "known",
-        "strong",
-        "recent",
-        "current",
-        "original",
-        "vanilla",
-        "plain",
-        "naive",
-        "simple",
-        "default",
-        "full",
-        "base",
-        "standard",
-        "counterpart",
-        "counterparts",
-        "alternative",
-        "alternatives",
-        "related",
-        "work",
-        "works",
-        "literature",
-        "ones",
-        "one",
-        "its",
-        "their",
-        "our",
-        "this",
-        "proposed",
-        "new",
-        "novel",
-        "best",
-        "leading",
-        "modern",
-        "typical",
-        "widely",
-        "used",
-        "based",
-        "like",
-        "style",
-        "type",
-        "driven",
-        "aware",
-        "inspired",
-        "level",
-        "wise",
-        "specific",
-        "sized",
-    ]
-)
+GENERIC_WORDS = WORDS.generic_words
 # Fixed abbreviation forms: each key stands for its value and the value for the key.
-ABBREVIATIONS: dict[str, str] = {
-    "en": "english",
-    "de": "german",
-    "fr": "french",
-    "ro": "romanian",
-    "zh": "chinese",
-    "ja": "japanese",
-    "ptb": "penn treebank",
-    "wsj": "wall street journal",
-    "sst": "stanford sentiment treebank",
-    "lm": "language model",
-    "nmt": "neural machine translation",
-    "mt": "machine translation",
-    "rl": "reinforcement learning",
-    "nlp": "natural language processing",
-    "sota": "state of the art",
-    "w o": "without",
-}
+ABBREVIATIONS = WORDS.abbreviations
+
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+")
 _LIST_SEPARATORS = re.compile(r"\s*(?:[,;/&]|\band\b|\bor\b|\bvs\.?|\bversus\b)\s*", re.I)
 _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹₀₁₂₃₄₅₆₇₈₉", "01234567890123456789")
+# A raised dot between digits is a decimal point in print ("99·9%" is 99.9%).
+_DECIMAL_DOT = re.compile(r"(?<=\d)[\u00b7\u2219\u22c5](?=\d)")
 _GLUED_DIGITS = re.compile(r"(?<=[^\W\d_])\d+(?:[.,]\d+)*|\d+(?:[.,]\d+)*(?=[^\W\d_])")
 _MARKUP = re.compile(r"[\\$*_{}^`]")  # TeX or Markdown that spans.fold reads through
 _NAME_TOKEN = re.compile(r"[^\s,;:()\[\]{}\"“”‘’]+")
@@ -346,25 +207,7 @@ def abstract_index(abstract: str) -> AbstractIndex:
     return AbstractIndex(seq, positions, abstract)
 
 
-_SMALL_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "on",
-        "in",
-        "for",
-        "with",
-        "and",
-        "or",
-        "to",
-        "by",
-        "at",
-        "from",
-        "via",
-    ]
-)
+_SMALL_WORDS = WORDS.small_words
 
 
 def name_supported(name: str, abstract: str) -> bool:
@@ -483,7 +326,7 @@ def _compound_supported(parts: list[str], index: AbstractIndex) -> bool:
 def foreign_numbers(text: str, allowed: frozenset[str] | set[str]) -> list[str]:
     """Numbers written in `text` (superscript and full-width digits folded, digits glued to a
     word included) that are not in `allowed`, in order, each once."""
-    folded = unicodedata.normalize("NFKC", text.translate(_SUPERSCRIPTS))
+    folded = _DECIMAL_DOT.sub(".", unicodedata.normalize("NFKC", text.translate(_SUPERSCRIPTS)))
     found = [m.group(0).replace(",", "") for m in NUMBER_RE.finditer(folded)]
     found += [m.group(0).replace(",", "") for m in _GLUED_DIGITS.finditer(folded)]
     out: list[str] = []
@@ -505,7 +348,9 @@ def numbers_and_names(text: str) -> tuple[list[str], list[str]]:
     word ("CIFAR-10", "ResNet50", "GPT-4", "x50") belongs to a name, and the word is
     returned whole; every other number ("35.2%", "3.28x", "10k") is a quantity."""
     folded = (
-        text if text.isascii() else unicodedata.normalize("NFKC", text.translate(_SUPERSCRIPTS))
+        text
+        if text.isascii()
+        else _DECIMAL_DOT.sub(".", unicodedata.normalize("NFKC", text.translate(_SUPERSCRIPTS)))
     )
     quantities: list[str] = []
     names: list[str] = []
@@ -522,38 +367,7 @@ def numbers_and_names(text: str) -> tuple[list[str], list[str]]:
 
 
 # Numbers written as words: a statement's "three APIs" needs "three" or "3" in its evidence.
-NUMBER_WORDS = {
-    w: str(i)
-    for i, w in enumerate(
-        [
-            "zero",
-            "_",
-            "two",
-            "three",
-            "four",
-            "five",
-            "six",
-            "seven",
-            "eight",
-            "nine",
-            "ten",
-            "eleven",
-            "twelve",
-            "thirteen",
-            "fourteen",
-            "fifteen",
-            "sixteen",
-            "seventeen",
-            "eighteen",
-            "nineteen",
-            "twenty",
-        ]
-    )
-    if w != "_"  # "one" is too often a pronoun ("one of the ...")
-}
-NUMBER_WORDS.update({"thirty": "30", "forty": "40", "fifty": "50", "hundred": "100",
-                     "thousand": "1000", "million": "1000000", "billion": "1000000000",
-                     "twice": "2", "double": "2", "triple": "3", "half": "50"})  # fmt: skip
+NUMBER_WORDS = {word: str(value) for word, value in WORDS.number_words.items()}
 
 
 def ungrounded_numbers(text: str, evidence: str, abstract: str) -> list[str]:
@@ -579,69 +393,8 @@ def ungrounded_numbers(text: str, evidence: str, abstract: str) -> list[str]:
 
 
 # Word pairs of opposite meaning: a statement that says one where its evidence says the
-# other (and not the first) contradicts it ("slower" for "faster", "black-box" for
-# "white-box"). Compared as lemmas.
-ANTONYMS: tuple[tuple[str, str], ...] = (
-    ("faster", "slower"),
-    ("better", "worse"),
-    ("best", "worst"),
-    ("higher", "lower"),
-    ("highest", "lowest"),
-    ("larger", "smaller"),
-    ("largest", "smallest"),
-    ("more", "less"),
-    ("more", "fewer"),
-    ("increase", "decrease"),
-    ("increase", "reduce"),
-    ("improve", "degrade"),
-    ("improve", "hurt"),
-    ("outperform", "underperform"),
-    ("beat", "lose"),
-    ("win", "lose"),
-    ("robust", "vulnerable"),
-    ("robust", "fragile"),
-    ("white", "black"),
-    ("positive", "negative"),
-    ("success", "failure"),
-    ("efficient", "inefficient"),
-    ("stable", "unstable"),
-    ("accurate", "inaccurate"),
-    ("above", "below"),
-    ("gain", "loss"),
-    ("strong", "weak"),
-    ("easy", "hard"),
-    ("superior", "inferior"),
-    ("maximize", "minimize"),
-    ("supervised", "unsupervised"),
-    ("linear", "nonlinear"),
-    ("convex", "nonconvex"),
-    ("sparse", "dense"),
-    ("online", "offline"),
-    ("competitive", "uncompetitive"),
-    ("consistent", "inconsistent"),
-    # opposite properties that ML abstracts state of methods and settings
-    ("partially", "fully"),
-    ("partial", "full"),
-    ("local", "global"),
-    ("static", "dynamic"),
-    ("discrete", "continuous"),
-    ("synchronous", "asynchronous"),
-    ("explicit", "implicit"),
-    ("deterministic", "stochastic"),
-    ("symmetric", "asymmetric"),
-    ("shallow", "deep"),
-    ("single", "multiple"),
-    ("few", "many"),
-    ("short", "long"),
-    ("simple", "complex"),
-    ("open", "closed"),
-    ("labeled", "unlabeled"),
-    ("seen", "unseen"),
-    ("targeted", "untargeted"),
-    ("biased", "unbiased"),
-    ("necessary", "unnecessary"),
-    ("sufficient", "insufficient"),
-)
+# other (and not the first) contradicts it. Compared as lemmas.
+ANTONYMS = WORDS.antonyms
 
 
 def _lemmas(text: str) -> set[str]:
@@ -650,72 +403,8 @@ def _lemmas(text: str) -> set[str]:
 
 # Words that claim a result beats something: a statement may say one only when its evidence
 # states a comparison too (a superiority word, "than", "over", "compared", "vs") or a number.
-SUPERIORITY_WORDS = tuple(
-    [
-        "outperform",
-        "outperforms",
-        "outperformed",
-        "outperforming",
-        "surpass",
-        "surpasses",
-        "surpassed",
-        "beat",
-        "beats",
-        "exceed",
-        "exceeds",
-        "exceeded",
-        "better",
-        "best",
-        "superior",
-        "improve",
-        "improves",
-        "improved",
-        "improving",
-        "improvement",
-        "improvements",
-        "gain",
-        "gains",
-        "higher",
-        "highest",
-        "faster",
-        "fastest",
-        "lower",
-        "lowest",
-        "fewer",
-        "reduce",
-        "reduces",
-        "reduced",
-        "reduction",
-        "increase",
-        "increases",
-        "increased",
-        "stronger",
-        "strongest",
-        "state-of-the-art",
-        "sota",
-        "boost",
-        "boosts",
-        "boosted",
-        "enhance",
-        "enhances",
-        "enhanced",
-        "speedup",
-        "speedups",
-        "accelerate",
-        "accelerates",
-        "advantage",
-        "advantages",
-        "dominate",
-        "dominates",
-        "win",
-        "wins",
-        "more",
-        "less",
-    ]
-)
-COMPARISON_WORDS = tuple(
-    ["than", "over", "compared", "comparison", "vs", "versus", "against", "relative"]
-)
+SUPERIORITY_WORDS = WORDS.superiority_words
+COMPARISON_WORDS = WORDS.comparison_words
 
 
 @lru_cache(maxsize=1)
@@ -774,87 +463,7 @@ def _antonym_lemmas() -> tuple[tuple[str, str, str, str], ...]:
 
 
 # Words of a statement that say nothing of its content.
-_FUNCTION_WORDS = frozenset(
-    [
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "being",
-        "it",
-        "its",
-        "this",
-        "that",
-        "these",
-        "those",
-        "we",
-        "our",
-        "they",
-        "their",
-        "which",
-        "with",
-        "by",
-        "as",
-        "an",
-        "a",
-        "the",
-        "of",
-        "on",
-        "in",
-        "for",
-        "to",
-        "and",
-        "or",
-        "from",
-        "at",
-        "than",
-        "can",
-        "also",
-        "more",
-        "most",
-        "such",
-        "into",
-        "over",
-        "both",
-        "show",
-        "shows",
-        "shown",
-        "find",
-        "found",
-        "use",
-        "uses",
-        "used",
-        "using",
-        "has",
-        "have",
-        "had",
-        "not",
-        "no",
-        "do",
-        "does",
-        "did",
-        "may",
-        "might",
-        "while",
-        "when",
-        "where",
-        "how",
-        "what",
-        "who",
-        "whom",
-        "whose",
-        "there",
-        "here",
-        "up",
-        "out",
-        "about",
-        "across",
-        "after",
-        "before",
-    ]
-)
+_FUNCTION_WORDS = WORDS.function_words
 MAX_NEW_WORDS = 2  # content words a statement may add to what the abstract says
 
 
@@ -1107,49 +716,8 @@ def _tag_phrases(taxonomy: Taxonomy) -> dict[str, tuple[tuple[str, ...], ...]]:
 
 
 # Phrasings that support a tag beyond the taxonomy's synonyms and the offline matcher's
-# rules: what a reader accepts as "the abstract says so" although it names the tag by no
-# phrase of its own. Matched like labels (lemmas, in order).
-SUPPORT_PHRASES: dict[str, tuple[str, ...]] = {
-    "new-method": (
-        "propose", "introduce", "present", "develop", "describe", "design", "novel", "new",
-        "method", "approach", "model", "framework", "algorithm", "technique", "architecture",
-        "improve", "outperform", "achieve",
-    ),
-    "empirical-study": (
-        "study", "investigate", "analyze", "analyse", "examine", "we evaluate",
-        "we compare", "experiments", "empirical", "empirically", "analysis",
-    ),
-    "efficiency": (
-        "fast", "faster", "speedup", "speed up", "accelerate", "cheaper", "computational cost",
-        "memory usage", "memory footprint", "runtime", "wall clock", "training time",
-        "inference time", "scalable", "efficiently", "lightweight", "resource",
-    ),
-    "representation-learning": ("representation", "embedding", "latent space", "encoder"),
-    "generalization-ood": (
-        "generalize", "generalization", "out of distribution", "unseen", "domain shift",
-        "distribution shift", "overfitting", "overfit",
-    ),
-    "transfer-learning": ("transfer", "pretrained", "pre trained", "fine tune", "fine tuning",
-                          "domain adaptation", "source domain", "target domain"),
-    "robotics-control": ("robot", "robotic", "navigation", "locomotion", "manipulation",
-                         "continuous control", "control task", "simulator"),
-    "reinforcement-learning": ("reward", "policy", "policies", "agent", "q learning",
-                               "actor critic", "markov decision process"),
-    "deep-learning-theory": ("loss landscape", "loss surface", "theoretical", "theory",
-                             "expressivity", "expressive power", "implicit bias",
-                             "training dynamics", "overparameterized", "over parameterized"),
-    "optimization-algorithms": ("gradient descent", "sgd", "optimizer", "convergence",
-                                "optimization", "learning rate", "backpropagation", "adam"),
-    "regularization-objectives": ("regularization", "regularizer", "loss function",
-                                  "objective", "penalty"),
-    "cognitive-science": ("human", "humans", "cognitive", "psychology", "brain"),
-    "data-augmentation": ("augment", "augmentation", "augmented"),
-    "fairness": ("bias", "biased", "biases", "discrimination", "demographic", "minorities"),
-    "machine-translation": ("translate", "translating", "translation", "wmt", "iwslt", "nmt"),
-    "synthetic-data": ("synthetic", "generated data", "generate examples", "simulated data",
-                       "generated examples", "data generation"),
-}  # fmt: skip
-
+# rules. Matched like labels (lemmas, in order).
+SUPPORT_PHRASES = WORDS.support_phrases
 
 # One vocabulary word of a tag is too little: "vulnerability" alone does not make a paper
 # about adversarial robustness. Two distinct ones are support, for every facet.
@@ -1157,85 +725,7 @@ VOCABULARY_HITS = 2
 
 
 MAX_TAGS_PER_WORD = 6  # a vocabulary word shared by more tags says too little
-_VOCABULARY_STOP = frozenset(
-    [
-        "about",
-        "across",
-        "against",
-        "also",
-        "among",
-        "any",
-        "approach",
-        "approaches",
-        "architecture",
-        "based",
-        "between",
-        "both",
-        "but",
-        "can",
-        "central",
-        "contribution",
-        "contributions",
-        "data",
-        "deep",
-        "else",
-        "evaluate",
-        "evaluates",
-        "existing",
-        "form",
-        "general",
-        "goal",
-        "goes",
-        "its",
-        "learned",
-        "learning",
-        "main",
-        "measuring",
-        "method",
-        "methods",
-        "model",
-        "models",
-        "network",
-        "networks",
-        "neural",
-        "new",
-        "not",
-        "own",
-        "paper",
-        "phenomena",
-        "rather",
-        "than",
-        "such",
-        "that",
-        "their",
-        "them",
-        "they",
-        "this",
-        "those",
-        "through",
-        "used",
-        "using",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "without",
-        "work",
-        "ml",
-        "ai",
-        "system",
-        "systems",
-        "task",
-        "tasks",
-        "problem",
-        "problems",
-        "training",
-        "train",
-        "application",
-        "applications",
-    ]
-)
+_VOCABULARY_STOP = WORDS.vocabulary_stop
 
 
 @_per_taxonomy
@@ -1302,57 +792,4 @@ def _narrower(taxonomy: Taxonomy) -> dict[str, frozenset[str]]:
     return {k: frozenset(v) for k, v in out.items()}
 
 
-_UMBRELLAS: dict[str, tuple[str, ...]] = {
-    "reinforcement-learning": (
-        "offline-rl",
-        "model-based-rl",
-        "imitation-learning",
-        "hierarchical-rl",
-        "multi-agent-learning",
-        "exploration",
-        "rlhf",
-        "rl-verifiable-rewards",
-    ),
-    "generative-modeling": (
-        "diffusion-models",
-        "flow-matching",
-        "normalizing-flows",
-        "generative-adversarial-networks",
-        "variational-autoencoders",
-        "energy-based-models",
-        "image-generation",
-        "text-generation",
-    ),
-    "interpretability": (
-        "mechanistic-interpretability",
-        "representation-analysis",
-        "probing",
-        "feature-attribution",
-        "counterfactual-explanations",
-        "data-attribution",
-        "sparse-autoencoders",
-    ),
-    "model-compression": ("pruning", "quantization", "low-rank-methods", "knowledge-distillation"),
-    "robustness": ("adversarial-robustness", "generalization-ood", "label-noise"),
-    "large-language-models": (
-        "llm-fine-tuning",
-        "parameter-efficient-fine-tuning",
-        "in-context-learning",
-        "prompting",
-        "chain-of-thought",
-        "llm-agents",
-        "rlhf",
-    ),
-    "efficiency": ("efficient-attention", "model-compression", "pruning", "quantization"),
-    "representation-learning": (
-        "self-supervised-learning",
-        "contrastive-learning",
-        "disentanglement",
-        "word-embeddings",
-        "metric-learning",
-    ),
-    "graph-learning": ("graph-neural-networks", "graph-anomaly-detection", "knowledge-graphs"),
-    "transformers": ("vision-transformers", "efficient-attention", "positional-encoding"),
-    "deep-learning-theory": ("learning-theory",),
-    "learning-theory": ("deep-learning-theory",),
-}
+_UMBRELLAS = WORDS.umbrellas

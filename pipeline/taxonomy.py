@@ -7,8 +7,7 @@ import re
 from functools import cached_property
 from pathlib import Path
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pipeline import yamltext
 from pipeline.errors import ConfigError
@@ -101,10 +100,10 @@ def load_taxonomy(path: Path) -> Taxonomy:
 def _load_taxonomy(path_name: str, size: int, mtime_ns: int) -> Taxonomy:
     path = Path(path_name)
     try:
-        data = yamltext.safe_load(path.read_text(encoding="utf-8"))
+        data = yamltext.load_file(path, what="taxonomy")
         tax = Taxonomy.model_validate(data)
-    except (OSError, yaml.YAMLError, ValueError) as exc:
-        raise ConfigError(f"cannot load taxonomy {path}: {exc}") from exc
+    except ValidationError as exc:
+        raise ConfigError(f"cannot load taxonomy {yamltext.invalid_value(path, exc)}") from exc
     seen: set[str] = set()
     for facet in tax.facets:
         for tag in facet.tags:

@@ -18,6 +18,7 @@ import difflib
 import io
 import json
 import re
+import string
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -36,19 +37,66 @@ DEFAULT_FORUM_URL = "https://openreview.net/forum?id={id}"
 _DIGITS = re.compile(r"(\d+)")
 
 
+FORUM_FIELDS = ("id", "number")  # what a forum URL template may hold, as {id} and {number}
+
+
 def check_forum_url(template: str) -> str:
-    """The forum URL template when it is usable ('' turns links off); else an InputError."""
+    """The forum URL template when it is usable ('' turns links off); else an InputError.
+
+    Only plain `{id}` and `{number}` are fields: an attribute, an index, a conversion or a
+    format spec (`{id.__class__}`, `{id:>99999999}`) is refused here, once, so formatting a
+    link can never fail or blow up later.
+    """
     if template == "":
         return template
+    usage = "e.g. " + DEFAULT_FORUM_URL + " (write {{ and }} for literal braces)"
+    try:
+        fields = [
+            (name, spec, conversion)
+            for _, name, spec, conversion in string.Formatter().parse(template)
+            if name is not None
+        ]
+    except ValueError as exc:  # a lone { or }
+        raise InputError(f"forum URL template {template!r}: {exc}; {usage}") from exc
+    for name, spec, conversion in fields:
+        if name not in FORUM_FIELDS or conversion or spec:
+            field = name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
+            raise InputError(
+                f"forum URL template {template!r}: {{{field}}} is not allowed, only {{id}} "
+                f"and {{number}} are; {usage}"
+            )
+    if not re.match(r"https?://", template) or "id" not in {name for name, _, _ in fields}:
+        raise InputError(
+            f"forum URL template {template!r} must start with http:// or https:// and "
+            f"contain {{id}}, {usage}"
+        )
+    return template
     if not re.match(r"https?://", template) or "{id}" not in template:
         raise InputError(
             f"forum URL template {template!r} must start with http:// or https:// and "
             "contain {id}, e.g. " + DEFAULT_FORUM_URL
         )
     try:
-        template.format(id="x", number="1")
-    except (KeyError, IndexError, ValueError) as exc:
-        raise InputError(f"forum URL template {template!r}: {exc}") from exc
+        fields = [
+            (name, conversion, spec)
+            for _, name, spec, conversion in string.Formatter().parse(template)
+            if name is not None
+        ]
+    except ValueError as exc:  # a lone { or }
+        raise InputError(f"forum URL template {template!r}: {exc} (write {{{{ for a {{)") from exc
+    for name, conversion, spec in fields:
+        if name not in FORUM_FIELDS or conversion or spec:
+            bad = (
+                "{"
+                + name
+                + (f"!{conversion}" if conversion else "")
+                + (f":{spec}" if spec else "")
+                + "}"
+            )
+            raise InputError(
+                f"forum URL template {template!r}: {bad} is not a field; "
+                "only {id} and {number} are (write {{ and }} for literal braces)"
+            )
     return template
 
 

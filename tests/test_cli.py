@@ -177,7 +177,7 @@ def test_help_documents_every_flag():
         assert flag in result.output
 
 
-def test_input_edited_during_the_run_stops_it_with_a_manifest(tmp_path, monkeypatch):
+def test_input_edited_during_the_run_stops_it_before_any_record(tmp_path, monkeypatch):
     import pipeline.cli.run as job
 
     path = tmp_path / "rows.jsonl"
@@ -196,9 +196,8 @@ def test_input_edited_during_the_run_stops_it_with_a_manifest(tmp_path, monkeypa
     result = invoke("run", path, "--out", out, "--cache-dir", cache, "--no-progress")
     assert result.exit_code == 2
     assert "changed while the run was reading it" in result.stderr
-    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
-    assert manifest["status"] == "fatal" and "changed" in manifest["fatal_error"]
-    assert manifest["counts"]["records_written"] <= 1
+    # Stopped before its first record: no run folder, nothing half-made left behind.
+    assert not out.exists()
 
 
 def test_every_command_is_registered_by_the_module_the_lazy_group_names():

@@ -95,9 +95,8 @@ def test_wrong_url_credentials_stop_the_run_with_one_message(tmp_path):
     )
     assert line.endswith("fix them, or drop them and set OPENAI_API_KEY")
     assert stats["requests"] == 0
-    manifest = json.loads((tmp_path / "run-denied" / "manifest.json").read_text())
-    assert manifest["fatal_error"] == line.removeprefix("error: ")
-    assert manifest["config"]["base_url"] == server.base_url
+    # Refused at the start: no run written beside the log (the message is the record).
+    assert [p.name for p in (tmp_path / "run-denied").iterdir()] == ["digest.log"]
     assert_no_secret(files_under(tmp_path / "run-denied"), text)
 
 

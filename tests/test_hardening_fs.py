@@ -132,12 +132,12 @@ def test_a_full_disk_in_the_run_folder_is_one_message(tmp_path, inputs, monkeypa
     import pipeline.rundir.writer as writer_module
 
     room = {"chars": 1500}  # the header rows and about one record
-    real_open = open
+    real_open = writer_module.open_fresh
 
     def filling_open(path, *args, **kwargs):
         return FillingFile(real_open(path, *args, **kwargs), room)
 
-    monkeypatch.setattr(writer_module, "open", filling_open, raising=False)
+    monkeypatch.setattr(writer_module, "open_fresh", filling_open)
     out = tmp_path / "run"
     line = one_error(digest(inputs, "--out", out, "--cache-dir", tmp_path / "cache"))
     assert "No space left on device" in line and str(out) in line

@@ -10,6 +10,13 @@
 - Unreadable subdirectories are an error; symlinks out of an input folder are not followed
   (unless --follow-symlinks); unsupported files are listed in one warning and the manifest;
   a FIFO is "not a regular file".
+
+The second red-team round (reviewer files and inputs), at the end: YAML alias bombs and
+duplicate keys in every YAML the tool reads, invalid UTF-8 and absurd values in
+reviewers.yaml, hostile .json files, forum URL templates, full or unmakeable output
+folders, lone surrogate escapes (inputs, writers, cache), TSV quotes, Markdown code spans
+and links, one warning for many empty rows, capacity advice, -v after the command, and the
+input formats in `digest run --help`.
 """
 
 from __future__ import annotations
@@ -17,15 +24,31 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from pipeline.assign import Reviewer, assign, load_reviewers
 from pipeline.cli import main
-from pipeline.errors import InputError
-from pipeline.ingest import CSV_FIELD_LIMIT, read_inputs
+from pipeline.config import load_settings
+from pipeline.errors import ConfigError, InputError
+from pipeline.evaluation.tasks import markdown as eval_markdown
+from pipeline.ingest import CSV_FIELD_LIMIT, SUPPORTED_SUFFIXES, read_inputs
+from pipeline.jsonl import JsonlWriter, compact_json
+from pipeline.prompts import load_template
+from pipeline.report.markdown import render_markdown
+from pipeline.rundir import Paper
+from pipeline.rundir.models import SourceRef
+from pipeline.taxonomy import load_taxonomy
 from pipeline.text import normalize_ws, text_hash
+from pipeline.triage import check_forum_url
 
 A1 = "Résumé parsing with Café-Net works. It improves F1 by 3% on the Zürich corpus."
 A2 = "We study naïve transformers in depth. They generalize well on 5 tasks."
@@ -363,3 +386,532 @@ def test_a_missing_path_is_still_no_such_file(tmp_path):
     one_input_error(digest(tmp_path, tmp_path / "nope.txt"), tmp_path, "no such file")
     (tmp_path / "dangling.txt").symlink_to(tmp_path / "gone.txt")
     one_input_error(digest(tmp_path, tmp_path / "dangling.txt"), tmp_path, "broken symlink")
+
+
+# --- second red-team round: reviewer files, YAML, hostile inputs, Markdown ----------------
+
+RUN_SMALL = Path(__file__).parent / "data" / "run_small"
+# Nested anchors in a reviewer's keywords: 9 levels of 9 aliases each, 9**9 (387 million)
+# strings once expanded.
+YAML_BOMB = "\n".join(
+    [
+        "reviewers:",
+        "  - id: a",
+        "    keywords:",
+        '    - &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]',
+        *(
+            f"    - &{b} [{','.join([f'*{a}'] * 9)}]"
+            for a, b in zip("abcdefgh", "bcdefghi", strict=True)
+        ),
+        "  - {id: b}",
+    ]
+)
+
+
+def run_copy(tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(RUN_SMALL, run)
+    return run
+
+
+def assign_cli(run: Path, reviewers: Path, *args: str):
+    return CliRunner().invoke(main, ["assign", str(run), str(reviewers), *args])
+
+
+def one_error_line(result) -> str:
+    """Exit 2, no traceback, and exactly one line on stderr: the error."""
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+def test_a_yaml_bomb_in_reviewers_is_refused_at_once_naming_the_file_and_line(tmp_path):
+    assert len(YAML_BOMB.encode()) < 700
+    path = tmp_path / "reviewers.yaml"
+    path.write_text(YAML_BOMB, encoding="utf-8")
+    line = one_error_line(assign_cli(run_copy(tmp_path), path, "--per-paper", "1"))
+    assert f"{path}:" in line and "aliases repeat more than 100,000 values" in line
+    assert not (tmp_path / "run" / "assignments.csv").exists()
+
+
+@pytest.mark.parametrize("levels", [5, 6])
+def test_aliases_are_bounded_by_what_they_repeat(tmp_path, levels):
+    # 5 levels repeat 9**4 + 9**3 + ... = 7,380 lists of 9: allowed; 6 levels, 66,429 lists
+    # of 9 values, 600k values in all: refused.
+    text = "\n".join(YAML_BOMB.splitlines()[: 3 + levels]) + "\n"
+    path = tmp_path / "reviewers.yaml"
+    path.write_text(text, encoding="utf-8")
+    if levels == 5:
+        (reviewer,) = load_reviewers(path, None)
+        assert len(reviewer.keywords) == 5  # each nested list is one keyword string
+        return
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(path))}:\d+: .*alias bomb"):
+        load_reviewers(path, None)
+
+
+def test_plain_anchors_and_merge_keys_still_work_and_a_self_alias_is_refused(tmp_path):
+    path = tmp_path / "reviewers.yaml"
+    path.write_text(
+        "reviewers:\n  - &a {id: a, max_load: 2, keywords: [graph]}\n"
+        "  - {<<: *a, id: b, max_load: 3}\n",
+        encoding="utf-8",
+    )
+    a, b = load_reviewers(path, None)
+    assert (a.max_load, a.keywords, b.max_load, b.keywords) == (2, ("graph",), 3, ("graph",))
+    path.write_text("reviewers:\n  - {id: a, keywords: &x [*x]}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"{re.escape(str(path))}:2: .*refers to the value"):
+        load_reviewers(path, None)
+
+
+def test_a_duplicate_conflicts_key_is_an_error_not_a_dropped_conflict(tmp_path):
+    path = tmp_path / "reviewers.yaml"
+    path.write_text(
+        "reviewers:\n"
+        "  - id: a\n"
+        "    conflicts: [39954d708d621dc0]\n"
+        "    conflicts: []\n"
+        "  - {id: b}\n",
+        encoding="utf-8",
+    )
+    line = one_error_line(assign_cli(run_copy(tmp_path), path, "--per-paper", "1"))
+    assert f"{path}:4:" in line and "duplicate key 'conflicts' (first on line 3)" in line
+    assert not (tmp_path / "run" / "assignments.csv").exists()
+
+
+def _load_config(path: Path) -> object:
+    return load_settings(path, env={})
+
+
+def _load_taxonomy(path: Path) -> object:
+    return load_taxonomy(path)
+
+
+def _load_prompt(path: Path) -> object:
+    return load_template(path.parent, path.stem)
+
+
+def _load_reviewers(path: Path) -> object:
+    return load_reviewers(path, None)
+
+
+@pytest.mark.parametrize(
+    ("name", "load", "text"),
+    [
+        ("config.yaml", _load_config, "provider: offline\nmax_reasks: 1\nprovider: openai\n"),
+        (
+            "taxonomy.yaml",
+            _load_taxonomy,
+            "version: 1\nfacets:\n  - id: m\n    label: M\n    tags: []\n    label: N\n",
+        ),
+        ("tldr.yaml", _load_prompt, "name: tldr\nsystem: s\nuser: '{abstract}'\nsystem: t\n"),
+        ("reviewers.yaml", _load_reviewers, "reviewers: [{id: a}]\nreviewers: []\n"),
+    ],
+    ids=["config", "taxonomy", "prompt", "reviewers"],
+)
+def test_duplicate_keys_are_refused_in_every_yaml_the_tool_reads(tmp_path, name, load, text):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(path))}:\d+: .*duplicate key"):
+        load(path)
+
+
+@pytest.mark.parametrize(
+    ("name", "load"),
+    [("config.yaml", _load_config), ("reviewers.yaml", _load_reviewers)],
+    ids=["config", "reviewers"],
+)
+def test_invalid_utf8_in_a_yaml_file_is_one_message_with_its_line(tmp_path, name, load):
+    path = tmp_path / name
+    path.write_bytes(b"# settings\nreviewers: []\nname: caf\xe9\n")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(path))}:3: not valid UTF-8"):
+        load(path)
+
+
+def test_invalid_utf8_in_reviewers_is_exit_2_from_assign(tmp_path):
+    path = tmp_path / "reviewers.yaml"
+    path.write_bytes(b"reviewers:\n  - id: a\n    name: Ren\xe9\n  - {id: b}\n")
+    line = one_error_line(assign_cli(run_copy(tmp_path), path, "--per-paper", "1"))
+    assert f"{path}:3: not valid UTF-8" in line
+
+
+@pytest.mark.parametrize("value", ["1e23", "1.0e+23", "100000000000000000000000", "-1"])
+def test_an_absurd_max_load_is_one_line_naming_the_file_and_the_field(tmp_path, value):
+    path = tmp_path / "reviewers.yaml"
+    path.write_text(f"reviewers:\n  - {{id: a}}\n  - {{id: b, max_load: {value}}}\n")
+    line = one_error_line(assign_cli(run_copy(tmp_path), path, "--per-paper", "1"))
+    assert f"{path}:3: reviewers.1.max_load: " in line
+
+
+def test_an_absurd_max_load_flag_is_a_usage_error(tmp_path):
+    path = tmp_path / "reviewers.yaml"
+    path.write_text("reviewers:\n  - {id: a}\n")
+    res = assign_cli(run_copy(tmp_path), path, "--max-load", str(10**23))
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "--max-load" in res.stderr and not (tmp_path / "run" / "assignments.csv").exists()
+
+
+DIGITS = "9" * 5000
+DEEP = "[" * 100_000 + "]" * 100_000
+ARRAY = '[{{"abstract": "{}", "n": {}}}]'
+LINES = '{{"abstract": "{}"}}\n{{"abstract": "x", "n": {}}}\n'
+ROW = '{{"title": "{}", "abstract": "{}"}}\n'
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (ARRAY.format(A1, DIGITS), "digits"),
+        (ARRAY.format(A1, DEEP), "nested too"),
+        (LINES.format(A1, DIGITS), "digits"),
+        (LINES.format(A1, DEEP), "nested too"),
+    ],
+    ids=["array 5000-digit", "array deep", "lines 5000-digit", "lines deep"],
+)
+def test_hostile_json_files_are_one_message(tmp_path, content, words):
+    path = tmp_path / "papers.json"
+    path.write_text(content, encoding="utf-8")
+    one_input_error(digest(tmp_path, path), tmp_path, str(path), "invalid JSON", words)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "https://x/{id}{id.foo}",
+        "https://x/{id}{id.__class__.__name__}",
+        "https://x/{id:>999999999}",
+        "https://x/{id!r}",
+        "https://x/{id[0]}",
+        "https://x/{id}{0}",
+        "https://x/{id}{}",
+        "https://x/{id}{",
+        "https://x/{{id}}",
+    ],
+)
+@pytest.mark.parametrize("command", ["report", "triage", "assign"])
+def test_a_forum_url_template_with_more_than_id_is_refused_at_option_parse(
+    tmp_path, template, command
+):
+    run = run_copy(tmp_path)
+    reviewers = tmp_path / "reviewers.yaml"
+    reviewers.write_text("reviewers:\n  - {id: a}\n  - {id: b}\n")
+    args = [command, str(run), *([str(reviewers)] if command == "assign" else [])]
+    res = CliRunner().invoke(main, [*args, "--forum-url", template])
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output and isinstance(res.exception, SystemExit)
+    assert "--forum-url" in res.stderr and "forum URL template" in res.stderr
+    assert sorted(p.name for p in run.iterdir()) == sorted(p.name for p in RUN_SMALL.iterdir())
+
+
+def test_the_forum_url_fields_that_are_allowed():
+    template = check_forum_url("https://x/f?id={id}&n={number}#{{top}}")
+    paper = Paper(id="0123456789abcdef", title="T", abstract="", number="7", forum="rJlnfaNYvB")
+    md = render_markdown([paper], None, title="D", forum=template)
+    assert "[forum](https://x/f?id=rJlnfaNYvB&n=7#%7Btop%7D)" in md
+
+
+def _full_disk_run(tmp_path: Path, *args: str, room: int = 600) -> subprocess.CompletedProcess:
+    """`digest ARGS` in a process that can write at most `room` bytes per file (what a full
+    disk looks like to a writer: EFBIG instead of ENOSPC, same path through the code)."""
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (room, resource.RLIM_INFINITY))
+
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline", *args],
+        cwd=tmp_path,
+        env=env,
+        preexec_fn=limit,  # noqa: PLW1509 - only sets a limit and a signal disposition
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_assign_into_a_full_folder_leaves_no_partial_csv(tmp_path):
+    run = run_copy(tmp_path)
+    reviewers = tmp_path / "reviewers.yaml"
+    reviewers.write_text("reviewers:\n  - {id: a}\n  - {id: b}\n")
+    res = _full_disk_run(tmp_path, "assign", str(run), str(reviewers), "--per-paper", "2")
+    assert res.returncode == 2, res.stderr
+    errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in res.stderr
+    assert f"cannot write {run / 'assignments.csv'}: File too large" in errors[0]
+    assert sorted(p.name for p in run.iterdir()) == sorted(p.name for p in RUN_SMALL.iterdir())
+
+
+def test_report_md_into_a_full_folder_leaves_no_temp_file(tmp_path):
+    run = run_copy(tmp_path)
+    res = _full_disk_run(tmp_path, "report", str(run), "--format", "md")
+    assert res.returncode == 2, res.stderr
+    errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in res.stderr
+    assert f"cannot write {run / 'report.md'}" in errors[0]
+    assert sorted(p.name for p in run.iterdir()) == sorted(p.name for p in RUN_SMALL.iterdir())
+
+
+@pytest.mark.parametrize("command", ["report", "assign", "triage"])
+def test_an_output_folder_that_cannot_be_made_is_one_message(tmp_path, command):
+    run = run_copy(tmp_path)
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file, not a folder\n")
+    reviewers = tmp_path / "reviewers.yaml"
+    reviewers.write_text("reviewers:\n  - {id: a}\n  - {id: b}\n")
+    out = blocker / "sub" / "out.txt"
+    args = {
+        "report": ["--format", "md"],
+        "assign": [str(reviewers), "--per-paper", "1"],
+        "triage": [],
+    }[command]
+    res = CliRunner().invoke(main, [command, str(run), *args, "--out", str(out)])
+    line = one_error_line(res)
+    assert f"cannot write {blocker / 'sub'}" in line
+
+
+LONE = "\\ud800"  # a JSON escape of a lone high surrogate: not a character
+
+
+def _rows_with_lone_surrogate(n: int, at: int) -> list[str]:
+    rows = []
+    for i in range(1, n + 1):
+        title = f"Paper {i}" + (f" {LONE}x" if i == at else "")
+        abstract = (
+            f"We propose method {i}{LONE if i == at else ''}. It improves F1 by {i}% on SQuAD."
+        )
+        rows.append(ROW.format(title, abstract).strip())
+    return rows
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".json"])
+def test_a_lone_surrogate_escape_in_row_41_is_replaced_and_warned_not_a_crash(
+    tmp_path, suffix, caplog
+):
+    rows = _rows_with_lone_surrogate(45, 41)
+    path = tmp_path / f"rows{suffix}"
+    text = "\n".join(rows) + "\n" if suffix == ".jsonl" else "[\n" + ",\n".join(rows) + "\n]\n"
+    path.write_text(text, encoding="utf-8")
+    caplog.set_level(logging.WARNING)
+    result = digest(tmp_path, path)
+    assert result.exit_code == 0, result.output
+    warned = [r.getMessage() for r in caplog.records if "surrogate" in r.getMessage()]
+    line = 41 if suffix == ".jsonl" else 42
+    assert warned == [
+        f"{path}: a lone UTF-16 surrogate escape (\\ud800 ...) on 1 line(s) ({line}); "
+        "each is read as U+FFFD"
+    ]
+    records = [json.loads(x) for x in (tmp_path / "run" / "summaries.jsonl").open(encoding="utf-8")]
+    assert len(records) == 45
+    assert records[40]["title"] == "Paper 41 \ufffdx"
+    assert records[40]["abstract"].startswith("We propose method 41\ufffd.")
+    for out in (tmp_path / "run").iterdir():
+        out.read_bytes().decode("utf-8")  # every file the run wrote is valid UTF-8
+        assert b"\\ud800" not in out.read_bytes(), out
+
+
+def test_surrogate_pairs_and_escaped_backslashes_are_not_lone_surrogates(tmp_path, caplog):
+    path = tmp_path / "rows.jsonl"
+    path.write_text(
+        ROW.format("Smile \\ud83d\\ude00", A1) + ROW.format("A literal \\\\ud800 in text", A2),
+        encoding="utf-8",
+    )
+    caplog.set_level(logging.WARNING)
+    result = read_inputs([path])
+    assert [a.title for a in result.abstracts] == ["Smile \U0001f600", "A literal \\ud800 in text"]
+    assert not [r for r in caplog.records if "surrogate" in r.getMessage()]
+
+
+def test_nothing_the_jsonl_writers_write_holds_a_lone_surrogate(tmp_path):
+    path = tmp_path / "out.jsonl"
+    with path.open("wb") as fh:
+        writer = JsonlWriter(fh)
+        writer.write({"title": "a\ud800b", "k\udc00": ["\udfff"]})
+        writer.write(SourceRef(file="f\ud800.txt", position=1))
+        writer.close()
+    lines = [json.loads(x) for x in path.read_bytes().decode("utf-8").splitlines()]
+    assert lines[0] == {"title": "a\ufffdb", "k\ufffd": ["\ufffd"]}
+    assert lines[1]["file"] == "f\ufffd.txt"
+    assert json.loads(compact_json({"x": "\ud800"})) == {"x": "\ufffd"}
+
+
+def test_a_cache_line_with_a_lone_surrogate_is_a_miss_not_a_crash(tmp_path, caplog):
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps({"abstract": A1}) + "\n", encoding="utf-8")
+    assert digest(tmp_path, path).exit_code == 0
+    cache_file = tmp_path / "cache" / "tldr.jsonl"
+    (line,) = cache_file.read_bytes().splitlines()
+    poisoned = line.replace(b'"backend":"offline"', b'"backend":"offline\\ud800"', 1)
+    assert poisoned != line
+    cache_file.write_bytes(poisoned + b"\n")
+    caplog.set_level(logging.WARNING)
+    for _ in range(2):  # the run that meets the line, and the run after it
+        shutil.rmtree(tmp_path / "run")
+        result = digest(tmp_path, path)
+        assert result.exit_code == 0, result.output
+        summaries = (tmp_path / "run" / "summaries.jsonl").read_bytes()
+        assert b"\\ud800" not in summaries and b"\xef\xbf\xbd" not in summaries
+    warned = [r.getMessage() for r in caplog.records if "unreadable record" in r.getMessage()]
+    assert len(warned) == 1 and str(cache_file) in warned[0]
+
+
+def test_a_stray_quote_in_a_tsv_title_swallows_no_rows(tmp_path):
+    path = tmp_path / "papers.tsv"
+    rows = ["id\ttitle\tabstract"]
+    for i in range(1, 11):
+        title = '"Quoted start of title 3' if i == 3 else f"Title {i}"
+        rows.append(f"p{i}\t{title}\tWe propose method {i}. It improves F1 by {i}% on SQuAD.")
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    result = read_inputs([path])
+    assert result.n_inputs == 10
+    titles = [a.title for a in result.abstracts]
+    assert titles[2] == '"Quoted start of title 3' and len(titles) == 10
+
+
+def test_a_tsv_cell_quoted_as_a_whole_loses_its_quotes(tmp_path):
+    path = tmp_path / "papers.tsv"
+    path.write_text(
+        '"id"\t"title"\tabstract\n'
+        f'p1\t"A title, with ""quotes"""\t"{A1}"\n'
+        f'p2\t"half quoted\t{A2}\n',
+        encoding="utf-8",
+    )
+    first, second = read_inputs([path]).abstracts
+    assert (first.title, first.text) == ('A title, with "quotes"', A1)
+    assert (second.title, second.text) == ('"half quoted', A2)
+    assert first.sources[0].paper_id == "p1"
+
+
+def _code_spans(line: str) -> tuple[list[str], str]:
+    """CommonMark code spans of one line, and the line with them cut out."""
+    spans, rest, i = [], [], 0
+    while i < len(line):
+        if line[i] != "`":
+            rest.append(line[i])
+            i += 1
+            continue
+        n = len(line[i:]) - len(line[i:].lstrip("`"))
+        close = re.compile(rf"(?<!`)`{{{n}}}(?!`)").search(line, i + n)
+        if close is None:
+            rest.append(line[i : i + n])
+            i += n
+            continue
+        body = line[i + n : close.start()]
+        if len(body) > 2 and body[0] == body[-1] == " ":
+            body = body[1:-1]
+        spans.append(body)
+        i = close.end()
+    return spans, "".join(rest)
+
+
+@pytest.mark.parametrize(
+    "paper_id",
+    [
+        "x` <img src=x onerror=alert(1)> [click](javascript:alert(1)) `",
+        "``double`` and `single`",
+        "`",
+        "ends with a tick`",
+    ],
+)
+def test_a_paper_id_with_backticks_stays_inside_its_code_span(paper_id):
+    paper = Paper(id="0123456789abcdef", title="T", abstract="", paper_id=paper_id)
+    md = render_markdown([paper], None, title="D")
+    (line,) = [x for x in md.splitlines() if x.startswith("- **T**")]
+    spans, outside = _code_spans(line)
+    assert spans == [paper_id]
+    assert "<" not in outside and "](" not in outside
+
+
+def test_the_forum_link_destination_ends_where_the_url_ends():
+    paper = Paper(id="0123456789abcdef", title="T", abstract="", paper_id="p", forum="rJlnfaNYvB")
+    template = "https://x/{id}) <img src=x onerror=alert(1)> [y](javascript:alert(1)"
+    md = render_markdown([paper], None, title="D", forum=check_forum_url(template))
+    (link,) = re.findall(r"\[forum\]\(([^)]*)\)", md)
+    assert (
+        link
+        == "https://x/rJlnfaNYvB%29%20%3Cimg%20src=x%20onerror=alert%281%29%3E%20%5By%5D%28javascript:alert%281%29"
+    )
+    assert "<img" not in md
+
+
+def test_eval_md_escapes_the_system_name():
+    result = {
+        "task": "tags",
+        "abstracts": 1,
+        "system": "openai (<img src=x onerror=alert(1)> *m*)",
+        "scores": {"precision": 1.0, "recall": 1.0, "f1": 1.0, "primary_accuracy": 1.0,
+                   "primary_required": 1.0, "predicted": 1, "wrong": 0, "missed": 0},
+    }  # fmt: skip
+    md = eval_markdown(result)
+    assert "<img" not in md and "&lt;img" in md and "\\*m\\*" in md
+
+
+def test_many_empty_rows_make_one_warning_with_a_count(tmp_path, caplog):
+    path = tmp_path / "rows.jsonl"
+    empty = json.dumps({"abstract": ""}) + "\n"
+    path.write_text(json.dumps({"abstract": A1}) + "\n" + empty * 20_000, encoding="utf-8")
+    caplog.set_level(logging.WARNING)
+    result = read_inputs([path])
+    assert len(result.skipped) == 20_000
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1
+    assert warnings[0].startswith(
+        f"skipped 20000 row(s) with an empty abstract (counted in manifest.json): {path}#2; "
+    )
+    assert warnings[0].endswith(f"{path}#11; and 19990 more")
+
+
+def test_capacity_advice_names_the_reviewers_own_max_load_when_it_binds(tmp_path):
+    run = run_copy(tmp_path)
+    path = tmp_path / "reviewers.yaml"
+    path.write_text("reviewers:\n  - {id: a, max_load: 2}\n  - {id: b, max_load: 2}\n")
+    line = one_error_line(assign_cli(run, path, "--per-paper", "1", "--max-load", "50"))
+    assert "raise --max-load" not in line
+    assert "every reviewer has their own max_load in the reviewers file" in line
+    assert "raise those by 2 in all, or add reviewers" in line
+
+
+def test_capacity_advice_with_some_own_max_loads_counts_only_the_others():
+    papers = [Paper(id=f"p{i}", title=None, abstract="") for i in range(5)]
+    reviewers = [Reviewer(id="a", max_load=1), Reviewer(id="b"), Reviewer(id="c")]
+    # 10 slots needed; a gives 1, so b and c need 9 between them: --max-load 5.
+    with pytest.raises(InputError) as info:
+        assign(papers, reviewers, per_paper=2, max_load=3)
+    assert "raise --max-load to at least 5 (it sets the load of the 2 reviewer(s)" in str(
+        info.value
+    )
+    assert "raise the max_load of the other 1 in the reviewers file" in str(info.value)
+
+
+@pytest.mark.parametrize("flags", [["-v"], ["-vv"], ["--verbose", "--verbose"]])
+def test_verbose_is_accepted_after_the_subcommand_too(tmp_path, flags):
+    path = tmp_path / "a.txt"
+    path.write_text(A1 + "\n")
+    after = digest(tmp_path, path, *flags)
+    assert after.exit_code == 0, after.output
+    shutil.rmtree(tmp_path / "run")
+    before = CliRunner().invoke(
+        main,
+        [*flags, "run", str(path), "--out", str(tmp_path / "run"),
+         "--cache-dir", str(tmp_path / "cache"), "--no-progress"],
+    )  # fmt: skip
+    assert before.exit_code == 0, before.output
+    debug = [x for x in after.stderr.splitlines() if x.startswith("DEBUG")]
+    assert bool(debug) == (flags != ["-v"])
+    assert logging.getLogger().level == (logging.INFO if flags == ["-v"] else logging.DEBUG)
+
+
+def test_verbose_after_a_batch_subcommand_is_accepted():
+    res = CliRunner().invoke(main, ["batch", "status", "-v", "--help"])
+    assert res.exit_code == 0, res.output
+    assert "--verbose" in res.stdout
+
+
+def test_run_help_lists_every_input_format_the_reader_accepts():
+    res = CliRunner().invoke(main, ["run", "--help"])
+    text = " ".join(res.stdout.split())
+    for suffix in SUPPORTED_SUFFIXES:
+        assert suffix in text, suffix
+    assert "OpenReview" in text and "director" in text

@@ -251,7 +251,7 @@ def test_a_stale_report_tmp_of_a_dead_process_is_removed(tmp_path):
     # The run writer cleans its own manifest leftovers the same way.
     from pipeline.rundir import RunWriter
 
-    RunWriter(tmp_path / "rerun").close()
+    (tmp_path / "rerun").mkdir()
     (tmp_path / "rerun" / stale_manifest.name).write_text("{")
     RunWriter(tmp_path / "rerun").close()
     assert not (tmp_path / "rerun" / stale_manifest.name).exists()

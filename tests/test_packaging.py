@@ -36,6 +36,20 @@ def test_prompt_files_and_assets_are_package_data():
         assert any(fnmatch(f"assets/{path.name}", pat) for pat in data["pipeline.report"]), path
 
 
+def test_data_files_in_prompt_subfolders_are_package_data():
+    """prompts/offline/*.yaml: the offline heuristics read them from the installed package."""
+    patterns = SETUPTOOLS["package-data"]["pipeline.prompt_files"]
+    found = [
+        path.relative_to(REPO / "prompts").as_posix()
+        for path in (REPO / "prompts").rglob("*")
+        if path.is_file() and path.name != "__init__.py" and "__pycache__" not in path.parts
+    ]
+    assert any(name.startswith("offline/") for name in found)
+    for name in found:
+        depth = name.count("/")  # fnmatch's "*" crosses "/", a package-data glob does not
+        assert any(fnmatch(name, p) and p.count("/") == depth for p in patterns), name
+
+
 def test_the_package_finds_its_prompts_through_importlib_resources():
     from pipeline.prompts import PACKAGE_PROMPTS_DIR
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import logging
 import os
 import subprocess
@@ -70,8 +69,8 @@ def digest_vv(
 
 def test_a_key_the_endpoint_echoes_is_redacted_in_every_file(tmp_path):
     """A careless server quotes the Authorization header in its error bodies: after a 401 the
-    manifest's fatal_error, after 500s errors.jsonl, summaries.jsonl and report.html, and the
-    -vv log, all hold the endpoint's message with the key masked."""
+    error message, after 500s errors.jsonl, summaries.jsonl and report.html, and the -vv
+    log, all hold the endpoint's message with the key masked."""
     inputs = tmp_path / "abstracts.txt"
     write_abstracts(inputs, 8, seed=14)
     config = tmp_path / "config.yaml"
@@ -95,9 +94,11 @@ def test_a_key_the_endpoint_echoes_is_redacted_in_every_file(tmp_path):
     assert "request had Authorization: 'Bearer <redacted>'" in summaries
     report = (run_500 / "report.html").read_text(encoding="utf-8")  # the data is JSON in HTML
     assert "request had Authorization: 'Bearer \\u003credacted\\u003e'" in report
-    fatal = json.loads((run_401 / "manifest.json").read_text())["fatal_error"]
+    # Refused at the start, the 401 wrote no run: its message is in the log alone.
+    assert not (run_401 / "manifest.json").exists()
+    (fatal,) = [x for x in rejected_log.read_text("utf-8").splitlines() if x.startswith("error:")]
+    assert "rejected the API key (401" in fatal
     assert "Incorrect API key provided: <redacted>" in fatal
-    assert "rejected the API key (401" in rejected_log.read_text(encoding="utf-8")
     written = files_under(run_500, run_401, tmp_path / "cache-500", tmp_path / "cache-401")
     assert {"digest.log", "errors.jsonl", "summaries.jsonl", "report.html", "manifest.json"} <= {
         p.name for p in written

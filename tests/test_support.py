@@ -76,7 +76,9 @@ def test_tldr_names_and_numbers_include_glued_and_superscript_digits():
         "IC3Net", "BERT", "GLUE", "x50%", "Atari", "GAN",
     ]  # fmt: skip
     known = frozenset({"3.5", "10", "84.2"})
-    assert foreign_numbers("reaches ⁹⁹·⁹% and 84.2% by x50%", known) == ["99", "9", "50"]
+    assert foreign_numbers("reaches ⁹⁹·⁹% and 84.2% by x50%", known) == ["99.9", "50"]
+    # a raised dot between digits is a decimal point: the abstract's 99.9 grounds ⁹⁹·⁹
+    assert foreign_numbers("reaches ⁹⁹·⁹% and 84.2% by x50%", known | {"99.9"}) == ["50"]
 
 
 def test_statement_quantities_come_from_the_evidence_or_its_sentence():

@@ -184,6 +184,7 @@ def assign(
     loads = np.asarray(
         [r.max_load if r.max_load is not None else max_load for r in reviewers], dtype=np.int64
     )
+    own_load = np.asarray([r.max_load is not None for r in reviewers], dtype=bool)
     forbidden = _forbidden(papers, reviewers, conflicts)
     available = loads > 0
     n_available = int(available.sum())
@@ -210,7 +211,7 @@ def assign(
         with _timed(timings, "candidates"):
             arcs = candidate_arcs(scorer, k, forbidden, loads)
         with _timed(timings, "min-cost flow"):
-            flow = solve_arcs(len(papers), loads, arcs, per_paper, eligible, few)
+            flow = solve_arcs(len(papers), loads, arcs, per_paper, eligible, few, own_load)
         if not flow.short or k is None:
             break
         wider = k * 4

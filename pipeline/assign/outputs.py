@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pipeline.atomicfile import atomic_open, make_parent
 from pipeline.csvfile import SafeCsvWriter
 from pipeline.rundir import Paper
 from pipeline.taxonomy import Taxonomy
@@ -53,9 +54,8 @@ def paper_identity(paper: Paper) -> list[str]:
 
 def write_assignments_csv(result: AssignmentResult, path: Path, taxonomy: Taxonomy | None) -> Path:
     """One row per (paper, reviewer) pair, with the affinity and its reason; returns the path."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     label = lambda t: tag_label(taxonomy, t)  # noqa: E731
-    with path.open("w", encoding="utf-8", newline="") as fh:
+    with atomic_open(make_parent(path)) as fh:
         writer = SafeCsvWriter(fh)
         writer.writerow(CSV_FIELDS)
         for p, r, m in result.pairs:
@@ -78,8 +78,7 @@ def write_assignments_csv(result: AssignmentResult, path: Path, taxonomy: Taxono
 
 def write_conflicts_csv(result: AssignmentResult, path: Path) -> Path:
     """One row per conflict (declared or derived) with its reason; returns the path."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8", newline="") as fh:
+    with atomic_open(make_parent(path)) as fh:
         writer = SafeCsvWriter(fh)
         writer.writerow(CONFLICT_FIELDS)
         for c in sorted(result.conflicts, key=lambda c: (c.paper, c.reviewer)):

@@ -30,7 +30,6 @@ import logging
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pipeline import yamltext
@@ -40,6 +39,8 @@ from pipeline.taxonomy import Taxonomy
 from pipeline.text import normalize_ws
 
 log = logging.getLogger(__name__)
+
+MAX_LOAD = 1_000_000  # papers per reviewer at most, in reviewers.yaml and --max-load
 
 
 def reviewer_key(reviewer_id: str) -> str:
@@ -77,7 +78,7 @@ class Reviewer(BaseModel):
     tags: tuple[str, ...] = ()
     keywords: tuple[str, ...] = ()
     conflicts: frozenset[str] = frozenset()
-    max_load: int | None = Field(default=None, ge=0)
+    max_load: int | None = Field(default=None, ge=0, le=MAX_LOAD)
     openreview_id: str | None = None
     emails: tuple[str, ...] = ()
     institutions: tuple[str, ...] = ()
@@ -144,13 +145,11 @@ def _past_papers(path: Path) -> dict[str, list[PastPaper]]:
 def load_pool(path: Path, taxonomy: Taxonomy | None) -> ReviewerPool:
     """Read reviewers.yaml (and its papers_file); tags are resolved to taxonomy ids."""
     path = Path(path)
+    data = yamltext.load_file(path, what="reviewers file")
     try:
-        data = yamltext.safe_load(path.read_text(encoding="utf-8"))
         pool = ReviewerPool.model_validate(data)
-    except OSError as exc:
-        raise ConfigError(f"cannot read reviewers file {path}: {exc.strerror or exc}") from exc
-    except (yaml.YAMLError, ValidationError) as exc:
-        raise ConfigError(f"invalid reviewers file {path}: {exc}") from exc
+    except ValidationError as exc:
+        raise ConfigError(f"invalid reviewers file {yamltext.invalid_value(path, exc)}") from exc
     extra: dict[str, list[PastPaper]] = {}
     if pool.papers_file:
         papers_path = path.parent / pool.papers_file

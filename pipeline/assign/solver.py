@@ -117,11 +117,13 @@ def solve_arcs(
     per_paper: int,
     eligible: np.ndarray,
     describe_few: Callable[[int], str],
+    own_load: np.ndarray | None = None,
 ) -> FlowResult:
     """Exactly `per_paper` reviewers for every paper that can have them, max total affinity.
 
     `eligible[i]` is how many reviewers paper i may get at all (no conflict, load > 0);
-    `describe_few(i)` says why a paper has fewer than `per_paper`.
+    `describe_few(i)` says why a paper has fewer than `per_paper`; `own_load[j]` is True when
+    reviewer j's load is their own max_load (reviewers.yaml), not --max-load (None: no one's).
     """
     if per_paper < 1:
         raise InputError("--per-paper must be at least 1")
@@ -144,8 +146,7 @@ def solve_arcs(
         raise InputError(
             f"not enough reviewing capacity: {len(coverable)} papers x {per_paper} reviewers = "
             f"{need} assignments, but the {len(loads)} reviewers' load limits add up to "
-            f"{capacity}; raise --max-load to at least {math.ceil(need / max(len(loads), 1))} "
-            "or add reviewers"
+            f"{capacity}; {capacity_advice(need, loads, own_load)}"
         )
     papers = np.asarray(coverable, dtype=np.int64)
     chosen = min_cost_flow(n_papers, loads, arcs, per_paper, papers)
@@ -157,6 +158,27 @@ def solve_arcs(
         chosen = min_cost_flow(n_papers, loads, arcs, per_paper, keep)
     result.chosen = chosen
     return result
+
+
+def capacity_advice(need: int, loads: np.ndarray, own_load: np.ndarray | None) -> str:
+    """What to raise when the load limits add up to less than `need`: --max-load (to what)
+    when it applies to some reviewers, else the reviewers' own max_load in reviewers.yaml."""
+    own = np.zeros(len(loads), dtype=bool) if own_load is None else np.asarray(own_load, bool)
+    n_flag = int((~own).sum())
+    own_total = int(loads[own].sum())
+    if n_flag == 0:
+        return (
+            f"every reviewer has their own max_load in the reviewers file, so --max-load "
+            f"does not apply: raise those by {need - own_total} in all, or add reviewers"
+        )
+    advice = f"raise --max-load to at least {math.ceil((need - own_total) / n_flag)}"
+    if not own.any():
+        return advice + " or add reviewers"
+    return (
+        f"{advice} (it sets the load of the {n_flag} reviewer(s) without a max_load of their "
+        f"own), raise the max_load of the other {int(own.sum())} in the reviewers file (now "
+        f"{own_total} in all), or add reviewers"
+    )
 
 
 @dataclass

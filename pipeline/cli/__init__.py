@@ -53,7 +53,10 @@ class _Group(click.Group):
         module = COMMAND_MODULES.get(cmd_name)
         if module is not None:
             importlib.import_module(f"pipeline.cli.{module}")
-        return super().get_command(ctx, cmd_name)
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            _accept_verbose(command)
+        return command
 
     def invoke(self, ctx: click.Context):  # noqa: D102
         try:
@@ -70,6 +73,36 @@ class _Group(click.Group):
 
 
 EXIT_BROKEN_PIPE = 128 + 13  # 128 + SIGPIPE
+_VERBOSE_HELP = "More logging on stderr (-vv for debug)."
+
+
+def _log_level(verbose: int) -> int:
+    return logging.WARNING - 10 * min(verbose, 2)
+
+
+def _more_verbose(ctx: click.Context, _param: click.Parameter, count: int) -> None:
+    # `digest run -v ...`: runs after `main` set logging up, and adds to its own -v.
+    if count:
+        root = ctx.find_root()
+        root.meta["verbose"] = root.meta.get("verbose", 0) + count
+        logging.getLogger().setLevel(_log_level(root.meta["verbose"]))
+
+
+def _accept_verbose(command: click.Command) -> None:
+    """Let `command` (and its subcommands) take -v/--verbose after its name too."""
+    if not any(param.name == "verbose" for param in command.params):
+        command.params.append(
+            click.Option(
+                ["-v", "--verbose"],
+                count=True,
+                expose_value=False,
+                callback=_more_verbose,
+                help=_VERBOSE_HELP,
+            )
+        )
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _accept_verbose(sub)
 
 
 def _quiet_stdout() -> None:
@@ -96,10 +129,12 @@ def _freeze_imports() -> None:
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="digest")
-@click.option("-v", "--verbose", count=True, help="More logging on stderr (-vv for debug).")
-def main(verbose: int) -> None:
+@click.option("-v", "--verbose", count=True, help=_VERBOSE_HELP + " Also after the command.")
+@click.pass_context
+def main(ctx: click.Context, verbose: int) -> None:
     """abstract-digest: research-paper abstracts into validated TL;DRs, method tags and claims."""
     _freeze_imports()
-    level = logging.WARNING - 10 * min(verbose, 2)
+    ctx.meta["verbose"] = verbose
+    level = _log_level(verbose)
     secrets = (os.environ.get(ENV_API_KEY, ""), *url_secrets(os.environ.get(ENV_BASE_URL)))
     setup_logging(level, secrets=secrets)

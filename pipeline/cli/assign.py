@@ -22,7 +22,7 @@ from pipeline.cli.views import FORUM_URL, RUN_DIR, TAXONOMY, open_run, run_taxon
 )
 @click.option(
     "--max-load",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=1_000_000),  # reviewers.MAX_LOAD (not imported: numpy)
     default=8,
     show_default=True,
     help="Papers per reviewer at most (a reviewer's own max_load wins).",

@@ -16,11 +16,12 @@ from pipeline.cli.options import (
 )
 from pipeline.cli.progress import BarProgress
 from pipeline.cli.views import point_latest
+from pipeline.config import Settings
 from pipeline.context import RunContext
 from pipeline.engine.select import engine_for
 from pipeline.errors import RunInterrupted
 from pipeline.ingest import read_inputs
-from pipeline.job import new_run_dir, run_job
+from pipeline.job import JobResult, claimed_run_dir, run_job
 from pipeline.pricing import cost_line
 from pipeline.rundir import ERRORS, SUMMARIES, Manifest
 from pipeline.rundir.writer import ensure_writable_dir
@@ -48,7 +49,11 @@ def run_command(
     follow_symlinks: bool,
     **flags,
 ) -> None:
-    """Summarize the abstracts in PATHS (.txt, .jsonl, .csv files or directories).
+    """Summarize the abstracts in PATHS: files and directories of them (read recursively).
+
+    PATHS may be .txt (abstracts separated by blank lines), .jsonl, .csv or .tsv (one paper
+    per row with an abstract column), .json (an array of rows, or an object holding one), and
+    OpenReview exports of notes in .json or .jsonl.
 
     Writes summaries.jsonl, errors.jsonl, summaries.csv, manifest.json and report.html into
     the run folder. Exit code 0 when every stage of every abstract is ok, 1 when some
@@ -56,12 +61,8 @@ def run_command(
     written, 3 when the endpoint refuses the run, 130 when interrupted (rerun the same
     command to resume from the cache).
     """
-    from pipeline.report import HtmlReportSink
-    from pipeline.report.html import HTML_FILE
-
     settings = settings_from_flags(config_path, no_progress, flags)
     say(describe_backend(settings), err=True)
-    run_dir = new_run_dir(settings)
     if dry_run:
         from pipeline.plan import describe, plan_run
 
@@ -74,7 +75,28 @@ def run_command(
     engine_for(settings).check()  # e.g. --engine ray without the Ray extra installed
     # Before any work: a folder that cannot be written is one message, not a traceback later.
     ensure_writable_dir(settings.cache_dir, "cache folder")
-    ensure_writable_dir(run_dir, "run folder")
+    if settings.out_dir is not None:
+        ensure_writable_dir(settings.out_dir, "run folder")
+    else:
+        ensure_writable_dir(settings.outputs_root, "outputs folder")
+    # A folder made here and left empty (the run wrote nothing) is removed again.
+    with claimed_run_dir(settings) as run_dir:
+        result = _run(settings, paths, follow_symlinks, run_dir)
+    say_counts(result.manifest)
+    tokens = result.manifest.tokens
+    if settings.resolved_provider != "offline":
+        price = settings.price
+        say(cost_line(result.manifest.model, price, tokens.input, tokens.cached, tokens.output))
+    say_outcome(result.run_dir, result.manifest)
+
+
+def _run(
+    settings: Settings, paths: tuple[Path, ...], follow_symlinks: bool, run_dir: Path
+) -> JobResult:
+    """Ingest and run into `run_dir`; `latest` beside it points at it once it has files."""
+    from pipeline.report import HtmlReportSink
+    from pipeline.report.html import HTML_FILE
+
     ingest = read_inputs(list(paths), stream=True, follow_symlinks=follow_symlinks, out_dir=run_dir)
     context = RunContext(settings)
     report = HtmlReportSink(
@@ -84,29 +106,24 @@ def run_command(
         cache_dir=settings.cache_dir,
     )
     # One price for the bar's cost so far and the closing cost line; none for offline.
-    offline = settings.resolved_provider == "offline"
-    price = None if offline else settings.price
+    price = None if settings.resolved_provider == "offline" else settings.price
     try:
-        result = run_job(
+        return run_job(
             settings,
             ingest,
             run_dir,
             progress=BarProgress(price) if settings.progress else None,
             sinks=[report],
             context=context,
+            # RUN_DIR/../latest, for `digest triage latest` and friends: not for a run that
+            # wrote no folder (the endpoint refused it at the start).
+            on_folder=point_latest,
         )
     except RunInterrupted as exc:
         raise RunInterrupted(
             f"{exc}; finished work is cached in {settings.cache_dir} — "
             "rerun the same command to resume"
         ) from None
-    finally:
-        point_latest(run_dir)  # RUN_DIR/../latest: `digest triage latest` and friends
-    say_counts(result.manifest)
-    tokens = result.manifest.tokens
-    if not offline:
-        say(cost_line(result.manifest.model, price, tokens.input, tokens.cached, tokens.output))
-    say_outcome(result.run_dir, result.manifest)
 
 
 def say_counts(manifest: Manifest) -> None:

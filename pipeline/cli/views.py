@@ -14,6 +14,7 @@ from typing import IO, Any
 
 import click
 
+from pipeline.atomicfile import atomic_open, make_parent
 from pipeline.errors import InputError
 from pipeline.prompts import PACKAGE_PROMPTS_DIR
 from pipeline.rundir import RunReader
@@ -133,14 +134,8 @@ def output_stream(out: Path | None):
         yield sys.stdout
         sys.stdout.flush()
         return
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
-        with tmp.open("w", encoding="utf-8", newline="") as fh:
-            yield fh
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_open(make_parent(out)) as fh:
+        yield fh
 
 
 def write_chunks(fh: IO[str], chunks: Iterable[str]) -> None:

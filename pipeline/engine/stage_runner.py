@@ -545,6 +545,7 @@ class StageRunner:
         """Cache a valid answer (`RunContext.store`)."""
         assert answer.output is not None
         self.context.store(stage, key, answer.output, provenance, answer.dropped)
+        self.stats.answers_cached += 1
 
     def _report_dropped(
         self, stage: Stage, abstract: Abstract, dropped: list[Dropped], attempts: int

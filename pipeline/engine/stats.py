@@ -47,6 +47,14 @@ class RunStats:
     records: int = 0
     records_failed: int = 0
     fatal: str | None = None
+    # Valid answers this run put in the cache (on Ray, some may reach no stage's counts
+    # before a fatal error stops the run).
+    answers_cached: int = 0
+
+    @property
+    def answered(self) -> bool:
+        """True once the run has any answer: asked and cached, or served from the cache."""
+        return self.answers_cached > 0 or any(s.ok or s.cache_hits for s in self.stages.values())
 
     @classmethod
     def for_stages(cls, names: list[str] | tuple[str, ...]) -> RunStats:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from pipeline.atomicfile import make_parent, write_text
 from pipeline.config import Settings
 from pipeline.context import RunContext, load_project_taxonomy
 from pipeline.errors import InputError
@@ -23,6 +24,7 @@ from pipeline.evaluation.tags_eval import load_tags_gold, score_tags, tags_gold_
 from pipeline.ingest import read_inputs
 from pipeline.job import JobResult, run_job
 from pipeline.jsonl import iter_jsonl
+from pipeline.mdtext import md_escape
 from pipeline.rundir import RunReader, SummaryRecord
 from pipeline.taxonomy import Taxonomy
 from pipeline.text import text_hash
@@ -206,14 +208,15 @@ def markdown(result: dict) -> str:
         ]
         for name, s in result["systems"].items():
             cells = [f"{s[p][r]:.1f}" for p in PROTOCOLS for r in ("rouge1", "rouge2", "rougeL")]
-            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+            lines.append(f"| {md_escape(name, cell=True)} | " + " | ".join(cells) + " |")
         if result["failed"]:
             lines += ["", f"{result['failed']} TL;DR(s) failed and score 0."]
         return "\n".join(lines) + "\n"
     if result["task"] == "claims":
         s = result["scores"]
         lines = [
-            f"Claims vs gold ({result['abstracts']} abstracts), system {result['system']}",
+            f"Claims vs gold ({result['abstracts']} abstracts), system "
+            + md_escape(result["system"]),
             "",
             "| scope | precision | recall | F1 | matched / predicted | matched / gold |",
             "|---|---:|---:|---:|---:|---:|",
@@ -243,7 +246,8 @@ def markdown(result: dict) -> str:
         return (
             "\n".join(
                 [
-                    f"Tags vs gold ({result['abstracts']} abstracts), system {result['system']}",
+                    f"Tags vs gold ({result['abstracts']} abstracts), system "
+                    + md_escape(result["system"]),
                     "",
                     "| precision | recall | F1 | primary ok | primary required | predicted | wrong | missed |",
                     "|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -260,7 +264,7 @@ def markdown(result: dict) -> str:
     return (
         "\n".join(
             [
-                f"Grounding of {result['run_dir']} ({result['records']} records)",
+                f"Grounding of {md_escape(str(result['run_dir']))} ({result['records']} records)",
                 "",
                 "| check | figure |",
                 "|---|---:|",
@@ -276,8 +280,6 @@ def markdown(result: dict) -> str:
 
 def write_result(result: dict, out_dir: Path) -> tuple[Path, Path]:
     """Write eval.json and eval.md into out_dir."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = out_dir / EVAL_JSON, out_dir / EVAL_MD
-    json_path.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    md_path.write_text(markdown(result), encoding="utf-8")
-    return json_path, md_path
+    json_path = make_parent(out_dir / EVAL_JSON)
+    write_text(json_path, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    return json_path, write_text(out_dir / EVAL_MD, markdown(result))

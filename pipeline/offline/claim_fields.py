@@ -6,15 +6,12 @@ import re
 
 from pipeline.offline.claim_numbers import Hit
 from pipeline.offline.claim_text import LEADING_JUNK, Caseless
+from pipeline.offline.claim_words import WORDS
 from pipeline.text import display_text
 
 _MAX_PHRASE_WORDS = 7
 
 _I = re.IGNORECASE
-
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
 
 
 _OUTPERFORM = Caseless(r"\b(?:outperform\w*|surpass\w*)\s+", needs=("outperform", "surpass"))
@@ -51,12 +48,7 @@ _STATEMENT_JUNK = re.compile(
 
 _DETERMINER = re.compile(r"^(?:the|a|an|both|all|its|their|our|these|those)\s+", _I)
 
-_VERBISH = _words(
-    """better also even enables enable maintains maintain reduces reduce improves improve
-    enhances enhance elicit elicits preserves preserve achieves achieve yields yield
-    generalizes shows show is are remains provides offers reveals reveal demonstrates
-    exhibits requires scales produces uncovers identifies captures outperforms matches"""
-)
+_VERBISH = WORDS.verbish
 
 _NAME = r"[A-Z][\w'’.-]*[\w]"
 
@@ -89,11 +81,7 @@ _MODEL_NAME = re.compile(
     _I,
 )
 
-_BAD_PHRASE_START = _words(
-    """this these that those both all each average par top its their our the a an multiple
-    several various diverse many different one two three four five six seven eight nine ten
-    eleven twelve most some any which it"""
-)
+_BAD_PHRASE_START = WORDS.bad_phrase_start
 
 
 def noun_phrase(s: str, pos: int) -> str | None:

@@ -28,61 +28,24 @@ from __future__ import annotations
 import re
 
 from pipeline.offline.claim_numbers import METRIC_CONTEXT, Hit
+from pipeline.offline.claim_words import WORDS
 
 _I = re.IGNORECASE
 _MAX_WORDS = 4
 
 
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
 # A whole word that can be part of a metric name: "top-1", "F1", "pass@1", "FLOPS", "speed-up".
 _WORD = re.compile(r"[A-Za-z](?:[\w@/]|-(?!-))*\w|[A-Za-z]|\d(?:[\w@.]|-(?!-))*[A-Za-z]\w*")
 _TOKEN = re.compile(r"\S+")
-_NEGATION = _words("no not without nor")
-_QUANTITY_OF = _words("number amount fraction percentage share proportion rate ratio")
-# Words that end a metric phrase: function words, verbs, comparison and degree words.
-_STOP = _words(
-    """a an the of on in at by for to from with without over than and or but as via into onto
-    under across between while when where which that this these those its their our his her
-    is are was were be been being has have had can could may might will would should do does
-    report reports reported reporting retain maintain preserve comparing
-    we it they up down only just about around roughly approximately nearly almost more less
-    fewer higher lower better worse faster slower larger smaller compared respectively vs
-    easier harder simpler quicker sparser denser bigger greater shorter longer cheaper
-    versus against each all both any some no not also still even further using used
-    achieves achieve achieving achieved reaches reach reaching reached yields yield yielding
-    obtains obtain obtaining gets get gives give giving shows show showing improves improve
-    improving improved reduces reduce reducing reduced increases increasing increased
-    decreases decreasing decreased dropping dropped boosts boosting boosted cuts cutting
-    lowers lowering lowered outperforms outperforming outperform surpasses surpassing exceeds
-    exceeding matches matching maintains maintaining retaining retains preserving preserves
-    leading leads resulting results providing provides offers delivers delivering attains
-    attaining recovering recovers new state art factor considerable significant
-    significantly substantial substantially large huge dramatic remarkable marginal slight
-    small modest notable consistent impressive strong up to ranging varying between
-    state-of-the-art sota best through within during after before since until among along
-    like including despite beyond toward towards upon respectively when whereas"""
-)
+_NEGATION = WORDS.negation
+_QUANTITY_OF = WORDS.quantity_of
+_STOP = WORDS.metric_stop  # function words, verbs, comparison and degree words
 _CHANGE_NOUN = re.compile(
     r"(?:improvements?|gains?|increases?|reductions?|decreases?|drops?|boosts?|degradations?"
     r"|loss|losses|declines?|rises?)",
     _I,
 )
-_PLURALS = {
-    "accuracies": "accuracy",
-    "perplexities": "perplexity",
-    "errors": "error",
-    "error rates": "error rate",
-    "success rates": "success rate",
-    "scores": "score",
-    "speedups": "speedup",
-    "speed-ups": "speed-up",
-    "improvements": "improvement",
-    "gains": "gain",
-    "reductions": "reduction",
-}
+_PLURALS = WORDS.plurals
 # "6x to 20x increases in throughput": a change noun (a stop word elsewhere) and its object
 _CHANGE_IN = re.compile(
     r"\s+(?:improvements?|gains?|increases?|reductions?|decreases?|drops?|boosts?|rises?)"
@@ -154,12 +117,9 @@ _THAN_AFTER = re.compile(
 _DEGREE_TAIL = re.compile(
     r"\s*(?:nearly|about|around|roughly|approximately|almost|over|only|just|[~∼≈])\s*$", _I
 )
-_MODEL_NOUNS = _words(
-    """ours model models method methods approach approaches network networks system systems
-    algorithm algorithms agent agents framework architecture architectures"""
-)
-_CHANGE_QUALIFIERS = _words("absolute relative average overall total net mean")
-_ARTICLES = _words("a an the its their our")
+_MODEL_NOUNS = WORDS.model_nouns
+_CHANGE_QUALIFIERS = WORDS.change_qualifiers
+_ARTICLES = WORDS.articles
 _CLAUSE_BREAK = re.compile(r";|\b(?:while|whereas|but|which)\b", _I)
 _DETERMINER = re.compile(r"(?:the|a|an|its|their|our|this|these|both)\s+", _I)
 

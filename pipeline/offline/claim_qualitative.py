@@ -38,6 +38,7 @@ from pipeline.offline.claim_text import (
     segment_at,
     strip_span,
 )
+from pipeline.offline.claim_words import WORDS
 
 _I = re.IGNORECASE
 
@@ -79,23 +80,9 @@ _EVIDENCE_CUE = re.compile(
 _EVIDENCE_PHRASE = Caseless(rf"\b(?:{_EVIDENCE_PHRASES})")
 
 # Theorems and rates are not claims under the annotation guideline.
-_THEORY = ("lower bound", "upper bound", "convergence rate", "theorem", "$")
+_THEORY = WORDS.theory
 
-_ADJ_METRIC = {
-    "faster": "speed",
-    "robust": "robustness",
-    "efficient": "efficiency",
-    "effective": "effectiveness",
-    "accurate": "accuracy",
-    "interpretable": "interpretability",
-    "faithful": "faithfulness",
-    "reliable": "reliability",
-    "stable": "stability",
-    "scalable": "scalability",
-    "expressive": "expressivity",
-    "expensive": "cost",
-    "cheaper": "cost",
-}
+_ADJ_METRIC = WORDS.adjective_metrics
 
 _SOTA = r"(?:state[- ]of[- ]the[- ]art|sota)"  # lowercase: see _QUAL_TRIGGER
 

@@ -13,7 +13,7 @@ Matching rules:
 - an acronym the abstract defines for a taxonomy phrase ("knowledge editing methods (KEs)")
   counts as that tag wherever it is used afterwards; a name ending in a model family
   ("CycleGAN", "BiLSTM", "DistilBERT") counts as the family;
-- a tag needs context, not a bare word (rules and data in `pipeline.offline.tag_rules`):
+- a tag needs context, not a bare word (rules in prompts/offline/tag_rules.yaml):
   ambiguous phrases ("translation", "calibration", "adversarial training", "misuse") count
   only with a second cue in the abstract; negated ("without RLHF"), contrasted ("unlike
   GANs", "instead of fine-tuning") and hyphen-qualified ("DNA-like", "GAN-free") mentions
@@ -40,6 +40,8 @@ from operator import and_, or_
 from typing import Generic, NamedTuple, TypeVar
 
 from pipeline.offline import tag_rules
+from pipeline.offline.contribution_cues import CUES
+from pipeline.offline.tag_words import WORDS
 from pipeline.taxonomy import Taxonomy
 
 MAX_TAGS = 6
@@ -48,23 +50,8 @@ CONTRIBUTION_FACET = "contribution"
 GENERIC_CONTRIBUTION = "new-method"
 _MAX_CHARS = 20_000
 
-# Tags that say little on their own; their mentions count less (ids not in a taxonomy are ignored).
-BROAD_TAGS: dict[str, float] = {
-    # context more often than topic: the backbone or benchmark of a paper about something else
-    "convolutional-networks": 0.6,
-    "image-classification": 0.6,
-    "large-language-models": 0.45,
-    "transformers": 0.6,
-    "reasoning": 0.6,
-    "robustness": 0.6,
-    "efficiency": 0.6,
-    "interpretability": 0.75,
-    "generative-modeling": 0.6,
-    "multimodal-learning": 0.6,
-    "language-modeling": 0.7,
-    "representation-analysis": 0.7,
-    "cognitive-science": 0.7,
-}
+# Tags that say little on their own: their mentions count less (ids not in a taxonomy are ignored).
+BROAD_TAGS = tag_rules.BROAD_TAGS
 TITLE_WEIGHT = 2.0  # mentions in a title line
 LEAD_WEIGHT = 1.5  # mentions in the first two sentences
 LIST_WEIGHT = 0.5  # mentions inside an enumeration of three or more tags
@@ -80,11 +67,8 @@ MAX_PHRASE_KEYWORDS = 2  # repeated noun phrases fill at most this many keyword 
 PROPOSAL_SCORE = 1.0  # a new-method cue this strong ("we propose") rules out empirical-study
 
 _TOKEN = re.compile(r"\w+")
-_NEGATORS = frozenset({"no", "without", "not", "nor", "neither"})
-# Words that may stand between a negator and what it negates ("without the use of X").
-_NEGATION_FILLERS = frozenset(
-    {"the", "a", "an", "any", "use", "of", "need", "for", "explicit", "using", "requiring"}
-)
+_NEGATORS = WORDS.negators
+_NEGATION_FILLERS = WORDS.negation_fillers  # "without the use of X"
 _NEGATION_REACH = 5
 _SPLIT = re.compile(r"(\w+)")
 _SPLIT_ASCII = re.compile(r"([0-9A-Z_a-z]+)")  # `_SPLIT` on ASCII text, faster
@@ -95,16 +79,10 @@ def _is_word_char(char: str) -> bool:
     return char.isalnum() or char == "_"
 
 
-def _wordset(words: str) -> frozenset[str]:
-    """A set of whitespace-separated words."""
-    return frozenset(words.split())
-
-
 # A full stop before a capital or digit, or a CJK full stop; one leading character class lets
 # the regex engine skip straight to candidates.
 _SENT_END = re.compile(r"[.!?。！？](?:(?<=[.!?])(?=[\"')\]]?\s+[\"'(\[]?[A-Z0-9])|(?<=[。！？]))")
-# Trailing words that do not change what an acronym's long form denotes.
-_GENERIC_TAIL = _wordset("method model approach framework technique algorithm system")
+_GENERIC_TAIL = WORDS.generic_tail  # "GAN method" is "GAN"
 
 
 def _is_abbrev(token: str) -> bool:
@@ -463,7 +441,7 @@ _EXAMPLE_BY_LAST: dict[str, tuple[tuple[str, ...], ...]] = {
 }
 _EXAMPLE_LAST = frozenset(_EXAMPLE_BY_LAST)
 _NONE: frozenset[str] = frozenset()
-_NOT_SENTENCE_END = frozenset({"e", "g", "i", "eg", "ie", "al", "etc", "vs", "cf"})
+_NOT_SENTENCE_END = WORDS.not_sentence_end
 
 
 def _is_example(lower: tuple[str, ...], gaps: list[str], start: int) -> bool:
@@ -624,10 +602,7 @@ _LINKS = frozenset({"and", "or"})
 
 _DEF = re.compile(r"\(\s*([A-Za-z][A-Za-z0-9\-]{0,14})\s*\)")
 _MARKUP = str.maketrans("", "", '*_`$\\{}"“”')  # deleted from a long form's words
-_STOP = _wordset(
-    """a an the of to in on for and or with by from as at is are was were be this that these
-    those it its we our their which via using based into over under between through"""
-)
+_STOP = WORDS.stop_words
 
 
 def _is_acronym(token: str) -> bool:
@@ -713,89 +688,12 @@ def _words(spec: str) -> frozenset[str]:
     return frozenset(spec.split("|"))
 
 
-# (tag id, slots, weight): consecutive lowercase tokens, each in its slot ('a|b' = a or b);
-# words ending in -ly are skipped first, so "we also propose" matches ("we", "propose").
-_SEQ_CUES: list[tuple[str, tuple[str, ...], float]] = [
-    ("new-method", ("we", "propose|introduce|present|develop|design|devise"), 2.0),
-    ("new-method", ("this", "paper|work", "proposes|introduces|presents|develops"), 2.0),
-    ("new-method", ("our|proposed", "method|approach|framework|algorithm|architecture"), 1.0),
-    ("new-method", ("outperform|outperforms|outperforming|outperformed",), 1.0),
-    ("new-method", ("novel", "method|approach|framework|architecture|algorithm"), 1.0),
-    ("theoretical-analysis", ("we", "prove"), 2.5),
-    ("theoretical-analysis", ("proving",), 1.5),  # "by proving that"; "proves" rather "works"
-    # "we derive" (also estimators and update rules) and "provably" (also a method's property:
-    # "provably robust") need a second cue
-    ("theoretical-analysis", ("we", "derive"), 0.9),
-    ("theoretical-analysis", ("theorem|theorems|guarantee|guarantees",), 1.2),
-    ("theoretical-analysis", ("provable|provably",), 0.9),
-    (
-        "theoretical-analysis",
-        ("upper|lower|generalization|regret|error|tight", "bound|bounds"),
-        1.5,
-    ),  # counted once: "an upper bound on the likelihood" repeated is an objective, not a theorem
-    ("theoretical-analysis", ("bounds|bounded",), 0.8),
-    # a variational (ELBO) bound is an objective, "game theoretical" a method: cancel the cue
-    ("theoretical-analysis", ("variational|evidence", "lower|upper", "bound|bounds"), -1.5),
-    ("theoretical-analysis", ("game", "theoretical|theoretic"), -1.0),
-    ("theoretical-analysis", ("convergence", "rate|rates|guarantee|guarantees|analysis"), 1.2),
-    ("theoretical-analysis", ("theoretical|theoretically",), 1.0),
-    ("theoretical-analysis", ("closed", "form"), 1.0),
-    ("theoretical-analysis", ("we", "formalize|formalise|characterize|characterise"), 1.0),
-    (
-        "empirical-study",
-        ("we", "study|investigate|analyze|analyse|examine|explore|probe|test|ask|measure"),
-        1.5,
-    ),
-    (
-        "empirical-study",
-        ("this", "paper|work|study", "investigates|studies|examines|analyzes|analyses|explores"),
-        1.5,
-    ),
-    ("empirical-study", ("we", "find|observe|found|uncover|reveal"), 1.0),
-    (
-        "empirical-study",
-        (
-            "systematic|empirical|comprehensive|controlled",
-            "study|analysis|evaluation|investigation",
-        ),
-        3.0,
-    ),
-    ("empirical-study", ("large", "scale", "study|analysis|evaluation|investigation"), 2.0),
-    ("survey", ("this|we", "survey|review"), 3.0),
-    ("survey", ("survey|overview", "of"), 3.0),
-    ("survey", ("systematic|literature|comprehensive", "review"), 3.0),
-    ("position-paper", ("position", "paper"), 4.0),
-    ("position-paper", ("this", "position"), 4.0),
-    ("system-tooling", ("open", "source", "library|toolkit|tool|package|platform"), 2.5),
-    ("system-tooling", ("is|a|an|our", "library|toolkit"), 2.0),
-]
-_INTRO = "introduce|introduces|present|presents|propose|proposes|construct|constructs|release|releases|curate|curates|build|builds|create|creates"
-# (tag id, trigger words, target words, window, weight): a target within `window` tokens after a trigger.
-_WINDOW_CUES: list[tuple[str, str, str, int, float]] = [
-    ("benchmark-dataset", _INTRO, "benchmark|benchmarks|dataset|datasets|corpus|testbed", 7, 3.0),
-    (
-        "benchmark-dataset",
-        "new|novel|first|comprehensive|challenging",
-        "benchmark|benchmarks|dataset|datasets",
-        2,
-        2.0,
-    ),
-    (
-        "evaluation-metric",
-        "propose|proposes|introduce|introduces|define|defines",
-        "metric|metrics|measure|score|index",
-        9,
-        2.5,
-    ),
-]
-# (tag id, substrings of the raw text, weight): cues for Chinese abstracts.
-_CJK_CUES: list[tuple[str, tuple[str, ...], float]] = [
-    ("new-method", ("我们提出", "本文提出", "提出了"), 2.0),
-    ("benchmark-dataset", ("基准", "数据集"), 1.5),
-    ("theoretical-analysis", ("证明", "定理"), 1.5),
-    ("empirical-study", ("实证", "分析了", "研究了"), 1.0),
-    ("survey", ("综述",), 3.0),
-]
+# The cues of prompts/offline/contribution_cues.yaml as tuples: (tag id, slots, weight), each
+# slot ('a|b' = a or b) one lowercase token of a run; (tag id, trigger words, target words,
+# window, weight); (tag id, substrings of the raw text, weight) for Chinese abstracts.
+_SEQ_CUES = [(c.tag, c.words, c.weight) for c in CUES.sequence]
+_WINDOW_CUES = [(c.tag, c.triggers, c.targets, c.window, c.weight) for c in CUES.window]
+_CJK_CUES = [(c.tag, c.substrings, c.weight) for c in CUES.cjk]
 
 
 _Cue = tuple[int, tuple[frozenset[str], ...], int]  # (cue number, remaining slots, window)
@@ -807,9 +705,9 @@ def _cue_index() -> dict[str, list[_Cue]]:
     for k, (_tag, slots, _w) in enumerate(_SEQ_CUES):
         for word in _words(slots[0]):
             index.setdefault(word, []).append((k, tuple(_words(s) for s in slots[1:]), 0))
-    for j, (_tag, trigger, target, window, _w) in enumerate(_WINDOW_CUES):
-        for word in _words(trigger):
-            index.setdefault(word, []).append((len(_SEQ_CUES) + j, (_words(target),), window))
+    for j, (_tag, triggers, targets, window, _w) in enumerate(_WINDOW_CUES):
+        for word in triggers:
+            index.setdefault(word, []).append((len(_SEQ_CUES) + j, (targets,), window))
     return index
 
 
@@ -830,7 +728,7 @@ def _by_next_word(cues: list[_Cue]) -> dict[str | None, tuple[_Cue, ...]]:
 _CUE_INDEX = _cue_index()
 _CUES_BY_NEXT = {word: _by_next_word(cues) for word, cues in _CUE_INDEX.items()}
 _CUE_TAGS = [(tag, w) for tag, _s, w in _SEQ_CUES] + [(c[0], c[4]) for c in _WINDOW_CUES]
-_ONCE_CUES = {k: 1 for k, (_t, slots, _w) in enumerate(_SEQ_CUES) if slots[-1] == "bound|bounds"}
+_ONCE_CUES = {k: 1 for k, cue in enumerate(CUES.sequence) if cue.once}
 
 
 def _cue_hits(lower: tuple[str, ...], cue_starts: tuple[bool, ...]) -> dict[int, int]:
@@ -964,7 +862,7 @@ _NAME = re.compile(r"[A-Z][A-Za-z]*[A-Z0-9][A-Za-z0-9]*(?:[\-.][A-Za-z0-9]+)*")
 _NAME_SUFFIX = re.compile(
     r"-(?:based|like|style|level|free|only|aware|specific|wise|guided|driven|induced)$"
 )
-_GENERIC_ACRONYMS = _wordset("AI ML DL NN NNs DNN DNNs ANN SOTA API GPU GPUs CPU TPU")
+_GENERIC_ACRONYMS = WORDS.generic_acronyms
 
 
 def _uses(text: str, word: str) -> int:
@@ -1021,44 +919,13 @@ def _name_keywords(
 
 
 _JOINERS = frozenset({"-", "'", "’"})  # separators inside a compound: pre-activations
-# Words that do not start, end or sit inside a salient noun phrase.
-_NOT_CONTENT = _STOP | _wordset(
-    """model models method methods result results performance approach approaches paper work
-    task tasks data show shows propose proposed using used use based new novel existing prior
-    different various large significant however also well many key recent important both each
-    such more most other further first second two three one ones can may often across while
-    without within between study studies analysis findings experiments experimental training
-    trained learn learning learned framework frameworks problem problems set sets way ways yet
-    thus even less than very specific general state art high low strong has have had been
-    being how what when where why who whether towards toward remains remain lead leads leading
-    yield yields captures capture enables enable allows allow provides provide makes make shown
-    given known called named respectively only not all any some same several multiple single
-    standard fundamental typically widely about neural network networks deep"""
-)
-# Words that may follow the last word of a noun phrase (function words, common verbs); any
-# other word right after it continues the phrase ("few shot link [prediction]").
-_VERBS = _wordset(
-    """show shows achieve achieves improve improves
-    outperform outperforms learn learns lead leads yield yields allow allows enable enables
-    use uses require requires provide provides perform performs make makes capture captures
-    produce produces reduce reduces increase increases remain remains become becomes depend
-    depends consist consists contain contains help helps work works fail fails give gives
-    generate generates exhibit exhibits suggest suggests demonstrate demonstrates reveal
-    reveals scale scales converge converges"""
-)
-_AFTER_PHRASE = (
-    _STOP
-    | _VERBS
-    | _wordset(
-        """is are was were be been being can could may might will would should must has have had
-    do does did not also than then while when where whether but both each such like across
-    within without per up out about including under over after before because since during
-    against toward towards among along beyond so if thus hence therefore only even yet still
-    which who whose what how respectively"""
-    )
-)
+# Words that do not start, end or sit inside a salient noun phrase, and words that may follow
+# its last word (any other word right after it continues it: "few shot link [prediction]").
+_NOT_CONTENT = _STOP | WORDS.not_content
+_VERBS = WORDS.verbs
+_AFTER_PHRASE = _STOP | _VERBS | WORDS.after_phrase
 # A gerund after these is a verb ("by generating synthetic data"), not the start of a phrase.
-_GERUND_BEFORE = _wordset("by for of in when while after before without from through via")
+_GERUND_BEFORE = WORDS.gerund_before
 
 
 def _is_content(word: str) -> bool:

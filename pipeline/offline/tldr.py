@@ -57,6 +57,7 @@ from typing import NamedTuple
 
 from pipeline.offline import tldr_rules as rules
 from pipeline.offline.tldr_features import has_digit, lexical_features, sentence_features
+from pipeline.offline.tldr_words import WORDS
 from pipeline.text import display_text, normalize_ws, numbers_in, split_sentences
 
 MAX_WORDS = 35
@@ -91,10 +92,6 @@ _SEMICOLON = re.compile(r";\s+")
 # split_sentences keeps "etc. To overcome this, we ..." together ("etc." is an abbreviation).
 _ETC_END = re.compile(r"(?<=\betc\.)\s+(?=[A-Z])")
 _NUMBER_CHARS = frozenset("0123456789.,")
-
-
-def _words(text: str) -> list[str]:
-    return text.split()
 
 
 def _rx(pattern: str) -> re.Pattern[str]:
@@ -192,15 +189,10 @@ _SERIES_END = _rx(
 )
 _OPEN_CLAUSE_LOW = _lower_twin(_OPEN_CLAUSE)
 # A hard cut (no clause boundary left) ends before one of these words, never after it.
-_BREAK_BEFORE = frozenset(
-    _words(
-        "and with by for to that which using via in on through while where based from of as at"
-        " into over under between across without whose when"
-    )
-)
+_BREAK_BEFORE = WORDS.break_before
 # ... and before these the clause it leaves is whole ("... control algorithms | through six
 # techniques"); a cut before "to", "of", "as" ... may take a verb's argument away.
-_SAFE_BREAK = frozenset(_words("by using via through while where which whose when based without"))
+_SAFE_BREAK = WORDS.safe_break
 
 _CUT_KINDS = ("cut_none", "cut_tail", "cut_short", "cut_hard", "cut_list", "cut_second")
 _BLANK = {kind: 0.0 for kind in _CUT_KINDS}

@@ -18,6 +18,7 @@ from itertools import chain
 from operator import countOf, mul
 
 from pipeline.offline import tldr_rules
+from pipeline.offline.tldr_words import WORDS
 
 _WORD = re.compile(r"[a-z][a-z0-9]+")
 _DIGIT = re.compile(r"\d")
@@ -28,14 +29,7 @@ def _wordset(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-_STOP = _wordset(
-    """a an the of to in on for and or with by from as at is are was were be been being this that
-    these those it its we our us their they which who whom whose what when where how than then
-    such can could may might will would should must do does did has have had not no but also
-    both each more most other some any all into over under between through via using use used
-    based new novel approach method methods paper work propose proposed show shows present
-    well while however further thus there here one two first"""
-)
+_STOP = WORDS.feature_stop
 
 
 def _rx(pattern: str) -> re.Pattern[str]:

@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import re
 
-
-def _words(text: str) -> list[str]:
-    return text.split()
-
+from pipeline.offline.tldr_words import WORDS
 
 # --- LaTeX ------------------------------------------------------------------------------------
 
@@ -26,57 +23,12 @@ _TEXT_CMD = re.compile(
     r"|boldsymbol|bm|operatorname|underline|overline|hat|tilde|bar|vec|widehat|widetilde)"
     r"\s*\{([^{}]{0,80})\}"
 )
-_GREEK = _words(
-    "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi pi rho sigma tau"
-    " upsilon phi chi psi omega"
-)
-_SYMBOLS: dict[str, str] = dict(
-    zip(
-        _GREEK,
-        "\u03b1\u03b2\u03b3\u03b4\u03b5\u03b6\u03b7\u03b8\u03b9\u03ba\u03bb\u03bc\u03bd\u03be\u03c0\u03c1\u03c3\u03c4\u03c5\u03c6\u03c7\u03c8\u03c9",
-        strict=True,
-    )
-)
-_SYMBOLS.update({name.capitalize(): ch.upper() for name, ch in list(_SYMBOLS.items())})
-_SYMBOLS.update(
-    {
-        "varepsilon": "\u03b5",
-        "varphi": "\u03c6",
-        "vartheta": "\u03b8",
-        "varrho": "\u03c1",
-        "ell": "L",  # "$\ell_1$" -> "L1": the usual spelling, and no new number for grounding
-        "infty": "\u221e",
-        "times": "\u00d7",
-        "cdot": "\u00b7",
-        "le": "\u2264",
-        "leq": "\u2264",
-        "ge": "\u2265",
-        "geq": "\u2265",
-        "neq": "\u2260",
-        "approx": "\u2248",
-        "sim": "~",
-        "propto": "\u221d",
-        "in": "\u2208",
-        "to": "\u2192",
-        "rightarrow": "\u2192",
-        "leftarrow": "\u2190",
-        "pm": "\u00b1",
-        "sqrt": "\u221a",
-        "partial": "\u2202",
-        "nabla": "\u2207",
-        "sum": "\u03a3",
-        "prod": "\u03a0",
-        "ldots": "...",
-        "dots": "...",
-        "cdots": "...",
-        "log": "log",
-        "exp": "exp",
-        "min": "min",
-        "max": "max",
-        "arg": "arg",
-        "mid": "|",
-    }
-)
+# \alpha -> α, \Alpha -> Α, \times -> ×
+_SYMBOLS: dict[str, str] = {
+    **WORDS.greek_letters,
+    **{name.capitalize(): ch.upper() for name, ch in WORDS.greek_letters.items()},
+    **WORDS.latex_symbols,
+}
 _ESCAPES = {"%": "%", "&": "&", "_": "_", "#": "#", "$": "$", ",": " ", ";": " ", " ": " "}
 _COMMAND = re.compile(r"\\([A-Za-z]+|[%&_#$,; ])")
 _INLINE_MATH = re.compile(r"\$\$?([^$\n]{1,120}?)\$\$?")
@@ -249,34 +201,7 @@ def has_url(text: str) -> bool:
 
 # "We address these issues by proposing X" -> "We propose X"; "We therefore propose" -> "We
 # propose".
-_GERUNDS = {
-    "proposing": "propose",
-    "introducing": "introduce",
-    "developing": "develop",
-    "presenting": "present",
-    "designing": "design",
-    "using": "use",
-    "leveraging": "leverage",
-    "learning": "learn",
-    "training": "train",
-    "exploiting": "exploit",
-    "formulating": "formulate",
-    "combining": "combine",
-    "building": "build",
-    "constructing": "construct",
-    "devising": "devise",
-    "deriving": "derive",
-    "incorporating": "incorporate",
-    "adding": "add",
-    "applying": "apply",
-    "extending": "extend",
-    "modeling": "model",
-    "modelling": "model",
-    "casting": "cast",
-    "framing": "frame",
-    "reformulating": "reformulate",
-    "showing": "show",
-}
+_GERUNDS = WORDS.gerunds
 _ADDRESS_BY = re.compile(
     r"^[Ww]e (?:\w+ly )?(?:address|tackle|overcome|solve|alleviate|mitigate|fix|remedy|handle|resolve"
     r"|circumvent|bypass|approach|attack|avoid|study|investigate|explore)"
@@ -362,48 +287,13 @@ def vague_reference(text: str) -> bool:
 # --- cuts and lists ---------------------------------------------------------------------------
 
 # A sentence may not end on a function word, or on a verb that is missing its object.
-DANGLING = frozenset(
-    _words(
-        """a an the of to in on for and or nor with by from as at that which whose its their our this
-    these those is are was were be been being has have had via than into onto over under between
-    based using such like whether when where while both either neither not can could may might
-    will would should must we it also how what who whom without within across through upon among
-    toward towards against along during about per thus then i.e e.g etc namely especially
-    including i.e. e.g. very more most less so if because since although though whereas do does
-    did shall make makes made called named termed dubbed denoted"""
-    )
-)
+DANGLING = WORDS.dangling
 # Verbs that take an object: after "to", "then", "and", "can" ... at the end they were cut.
-_OBJECT_VERBS = frozenset(
-    _words(
-        """achieve adapt address apply approximate assign augment build capture choose combine
-    compare compress compute construct control convert create decode decompose define derive
-    describe design detect determine develop discover embed enable encode enforce estimate
-    evaluate exploit extend extract find fit form generate give guide handle identify improve
-    incorporate induce infer integrate introduce learn leverage maintain map maximize measure
-    minimize model optimize obtain perform predict preserve produce propose provide reconstruct
-    recover reduce regularize remove replace represent reuse sample select solve study
-    synthesize take tackle train transfer transform translate tune use utilize yield"""
-    )
-)
+_OBJECT_VERBS = WORDS.object_verbs
 # "We show that it is possible." / "... is equivalent.": the complement was cut.
-_NEEDS_COMPLEMENT = frozenset(
-    _words(
-        """possible impossible able unable capable necessary prone due equivalent akin tailored
-        aimed intended likely unlikely sufficient insufficient suitable unsuitable applicable
-        amenable responsible related relevant specific susceptible vulnerable dedicated devoted
-        show shows demonstrate demonstrates argue argues prove proves reveal reveals suggest
-        suggests indicate indicates hypothesize hypothesizes conclude concludes"""
-    )
-)
-_TOUGH = frozenset(
-    _words(
-        """easy easier fast faster hard harder simple simpler cheap cheaper expensive costly difficult
-    efficient possible impossible straightforward tractable intractable feasible infeasible
-    challenging trivial nontrivial practical impractical convenient"""
-    )
-)
-_MODAL_BEFORE = frozenset(_words("to then and or can could may might will would must should also"))
+_NEEDS_COMPLEMENT = WORDS.needs_complement
+_TOUGH = WORDS.tough  # "... fast to compute." is whole
+_MODAL_BEFORE = WORDS.modal_before
 _TRAILING_ABBREV = re.compile(r"(?:\b(?:etc|e\.g|i\.e|cf|vs|al)\.?|[,;:(\u2013\u2014-])$")
 
 

@@ -52,12 +52,22 @@ _SCRIPT_ESCAPES = (
 
 def script_json(obj: Any) -> str:
     """Compact JSON that is safe inside a <script> element (no `<`, `>` or `&` characters)."""
-    text = compact_json(obj).decode("utf-8")  # a 10k-paper page is 30 MB of JSON
+    return script_safe(compact_json(obj).decode("utf-8"))  # a 10k-paper page: 30 MB of JSON
+
+
+def script_safe(text: str) -> str:
+    """JSON text with `<`, `>`, `&`, U+2028/9 written as `\\uXXXX` (the same JSON values, and
+    nothing that can end a <script>); script_json's text comes back as it is."""
     # A chain of str.replace is ~40x faster than str.translate on long texts.
     for char, escaped in _SCRIPT_ESCAPES:
         if char in text:
             text = text.replace(char, escaped)
     return text
+
+
+def is_script_safe(text: str) -> bool:
+    """True when `text` holds none of the characters script_safe escapes."""
+    return not any(char in text for char, _ in _SCRIPT_ESCAPES)
 
 
 class Card(NamedTuple):
@@ -202,6 +212,11 @@ class CardStore:
         try:
             record = orjson.loads(line)
             head, tail = record["card"]
+            # A line can be forged with a valid seal (the seal's inputs are public): a stored
+            # part that could end the page's <script> is a miss, never spliced.
+            if not is_script_safe(head) or (tail is not None and not is_script_safe(tail)):
+                log.warning("%s: a card that is not script-safe; rebuilt", self.path)
+                return None
             text = head if tail is None else head + script_json(abstract) + tail
             card_id, title, tags, *counts_and_values = record["aux"]
             card = Card(text, card_id, title, tuple(tags), *counts_and_values)

@@ -27,8 +27,9 @@ from importlib.resources import files
 from pathlib import Path
 from typing import IO
 
+from pipeline.atomicfile import open_temp, temp_name
 from pipeline.errors import StorageError
-from pipeline.report.cards import Card, CardStore, card_of, script_json
+from pipeline.report.cards import Card, CardStore, card_of, script_json, script_safe
 from pipeline.report.protocol import CSV_HEADER, ROW_FIELDS, FacetCounter, SortOrders
 from pipeline.rundir import Manifest, Paper, RunReader, SummaryRecord
 from pipeline.rundir.writer import remove_stale_tmp
@@ -121,7 +122,8 @@ class HtmlPageWriter:
         )
         self._metrics.add(card.metrics, card.metric_labels)
         self._datasets.add(card.datasets, card.dataset_labels)
-        self._batch.append(card.json)
+        # Escaped again where it is spliced: a card from the store may be forged (cards.py).
+        self._batch.append(script_safe(card.json))
         if len(self._batch) >= _BATCH:
             self._flush()
         self.n += 1
@@ -225,7 +227,7 @@ class HtmlReportSink:
         # first record.
         self._cache_dir = cache_dir
         self.cards: CardStore | None = None
-        self._tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        self._tmp = temp_name(path)
         self._fh: IO[str] | None = None
         self._page: HtmlPageWriter | None = None
         self._failed = False
@@ -236,7 +238,8 @@ class HtmlReportSink:
                 self.cards = CardStore.open(self._cache_dir, self.taxonomy, self.forum)
             self.path.parent.mkdir(parents=True, exist_ok=True)
             remove_stale_tmp(self.path.parent, self.path.name)
-            self._fh = self._tmp.open("w", encoding="utf-8", newline="\n")
+            # Made exclusively, never through a link planted under the temp name.
+            self._fh = open_temp(self.path, newline="\n")
             self._page = HtmlPageWriter(self._fh, self.taxonomy, title=self.title, forum=self.forum)
         return self._page
 
@@ -257,6 +260,9 @@ class HtmlReportSink:
                 card = card_of(Paper.from_record(record), self.taxonomy, self.forum)
                 cards.put(key, card, record.abstract)
             page.add_card(card)
+        except StorageError:
+            self._failed = True
+            raise
         except OSError as exc:
             self._failed = True
             raise StorageError.from_os_error(self._tmp, exc) from exc
@@ -279,7 +285,10 @@ class HtmlReportSink:
             page.finish(info=run_info(manifest), incomplete=incomplete_reason(manifest))
             assert self._fh is not None
             self._fh.close()
-            os.replace(self._tmp, self.path)
+            os.replace(self._tmp, self.path)  # a link planted at the path is replaced
+        except StorageError:
+            self._failed = True
+            raise
         except OSError as exc:
             self._failed = True
             raise StorageError.from_os_error(self.path, exc) from exc

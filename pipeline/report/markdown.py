@@ -4,48 +4,30 @@ A primary tag with fewer than MIN_GROUP papers gets no section of its own: its p
 to one section per taxonomy facet ("Other: Method family"), each line naming its primary
 tag, so a run of 57 papers reads as a dozen sections, not forty.
 
-Escaping is minimal: only what would turn into markup inline (backslash before
-punctuation, backticks, `*`, `_` at a word edge, brackets, `~~`, an HTML tag or entity, a
-GitHub @mention, `|` in table cells); parentheses, dots, `#`, `+`, `!` stay as written.
+Every user string is escaped (pipeline/mdtext.py): text and table cells, the paper's id in
+a code span whose fence is longer than any backticks in it, the forum link's destination.
 
 No control character (ESC, BEL, an OSC or CSI sequence, C1, a bidi override) reaches the
 file or the terminal (`--out -`): each text is passed through `terminal_safe` before it is
-escaped, and the whole document once more (for the id and links, written as they are).
+escaped, and the whole document once more.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from pipeline.atomicfile import make_parent, write_text
+from pipeline.mdtext import md_code, md_escape, md_url
 from pipeline.rundir import Paper, RunReader
 from pipeline.stages import stage_names
 from pipeline.taxonomy import Taxonomy
-from pipeline.text import display_text, normalize_ws, terminal_safe
+from pipeline.text import display_text, terminal_safe
 from pipeline.triage import DEFAULT_FORUM_URL, forum_url, sort_papers, tag_label
 
 MARKDOWN_FILE = "report.md"
 MIN_GROUP = 3  # papers a primary tag needs for a section of its own
-_MD_INLINE = re.compile(
-    r"\\(?=[!-/:-@\[-`{-~])"  # a backslash that would escape the next character
-    r"|[`*\[\]]"  # code, emphasis, links
-    r"|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])"  # _emphasis_ (snake_case stays)
-    r"|~(?=~)"  # ~~strikethrough~~
-)
-_MENTION = re.compile(r"(?<![\w.+-])@(?=\w)")  # @bob pings on GitHub; a@b.org, Recall@10 do not
-_HTML_START = re.compile(r"<(?=[A-Za-z/!?])")
-_ENTITY = re.compile(r"&(?=#?\w+;)")
-
-
-def md_escape(text: str, *, cell: bool = False) -> str:
-    """Inline Markdown text that renders literally: no markup, no HTML, no @mentions."""
-    text = _ENTITY.sub("&amp;", normalize_ws(terminal_safe(text)))
-    text = _HTML_START.sub("&lt;", text)
-    text = _MD_INLINE.sub(lambda m: "\\" + m.group(0), text)
-    text = _MENTION.sub("&#64;", text)
-    return text.replace("|", "\\|") if cell else text
 
 
 def _md_claim(c: dict[str, Any]) -> str:
@@ -63,10 +45,10 @@ def _md_paper(
     line = "- "
     if section_tag is None and p.tags:  # a merged section: say which primary tag
         line += f"*{md_escape(tag_label(taxonomy, p.tags[0]))}*: "
-    line += f"**{md_escape(display_text(name))}** `{p.ref}`"
+    line += f"**{md_escape(display_text(name))}** {md_code(p.ref)}"
     url = forum_url(p, forum)
     if url:
-        line += f" [forum]({url})"
+        line += f" [forum]({md_url(url)})"
     if p.tldr and p.title:
         line += f": {md_escape(display_text(p.tldr))}"
     lines = [line]
@@ -169,8 +151,4 @@ def write_markdown_report(
 ) -> Path:
     """Write RUN_DIR/report.md, the Markdown digest grouped by tag; returns its path."""
     text = markdown_of(run_dir, taxonomy, forum=forum)
-    path = out or Path(run_dir) / MARKDOWN_FILE
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_text(make_parent(out or Path(run_dir) / MARKDOWN_FILE), text)

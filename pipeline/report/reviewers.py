@@ -9,10 +9,10 @@ Every string is HTML-escaped; the Content-Security-Policy allows no script and n
 from __future__ import annotations
 
 import html
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pipeline.atomicfile import make_parent, write_text
 from pipeline.taxonomy import Taxonomy
 from pipeline.triage import DEFAULT_FORUM_URL, forum_url, lead_text, tag_label
 
@@ -151,8 +151,4 @@ def write_reviewers_html(
     forum: str = DEFAULT_FORUM_URL,
 ) -> Path:
     """Write reviewers.html atomically; returns its path."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(render_reviewers_html(result, taxonomy, forum=forum), encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return write_text(make_parent(path), render_reviewers_html(result, taxonomy, forum=forum))

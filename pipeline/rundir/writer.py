@@ -1,25 +1,35 @@
 """The one writer of a run folder: summaries.jsonl, errors.jsonl, summaries.csv (streamed, a
-line per record, flushed) and manifest.json (atomic, at the start and at the end)."""
+line per record, flushed) and manifest.json (atomic, at the start and at the end).
+
+A run holds an exclusive lock on its folder while it writes it (`LOCK`, pipeline/folderlock.py),
+so a second run with the same `--out` is refused instead of interleaving its lines. Every
+file is made new (pipeline/atomicfile.py): a link planted under a file's name is replaced,
+never written through. The files are made at the run's first record or failure record: a
+run that ends before either (the endpoint refused it at the start) writes no run folder.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from pipeline.atomicfile import open_fresh, write_text
 from pipeline.csvfile import SafeCsvWriter
 from pipeline.errors import StorageError
+from pipeline.folderlock import FolderLock
 from pipeline.jsonl import JsonlWriter
-from pipeline.rundir.models import ErrorRecord, Manifest, SummaryRecord
+from pipeline.rundir.models import COMPLETE_STATUSES, ErrorRecord, Manifest, SummaryRecord
 from pipeline.stages import StageSpec, specs
 
 SUMMARIES = "summaries.jsonl"
 ERRORS = "errors.jsonl"
 CSV = "summaries.csv"
 MANIFEST = "manifest.json"
+LOCK = ".digest-run.lock"  # exists while a run writes the folder
 MAX_RAW_CHARS = 20_000
 CSV_FLUSH_EVERY = 64  # summaries.jsonl is flushed per record; its CSV view may lag a little
 
@@ -106,41 +116,71 @@ def _alive(pid: int) -> bool:
 class RunWriter:
     """Streams records into the run folder as they finish; every line flushed.
 
-    A failed write (disk full, permissions) is a StorageError naming the file.
+    The folder (made when missing) is locked from here to `close`; another writer of it is
+    refused with a StorageError naming it. The files are made at the first record or failure
+    record, by the last manifest of a run that completed, or by `make_files` (`written`);
+    `on_folder` is then called with the folder. A writer closed before that leaves the
+    folder as it found it (removed again when it made it). A failed write (disk full,
+    permissions) is a StorageError naming the file.
     """
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, *, on_folder: Callable[[Path], object] | None = None) -> None:
         self.dir = run_dir
+        self.written = False
         self._specs = specs()
-        self._files: list[IO[Any]] = []
+        self._files: list[tuple[str, IO[Any]]] = []  # (name, file)
+        self._rows = 0
+        self._on_folder = on_folder
+        self._pending: Manifest | None = None  # the start's manifest, until the files are made
         try:
-            run_dir.mkdir(parents=True, exist_ok=True)
-            remove_stale_tmp(run_dir, MANIFEST)
-            summaries = self._open_binary(SUMMARIES)
-            errors = self._open_binary(ERRORS)
+            run_dir.mkdir(parents=True)
+            self._made = True
+        except FileExistsError:
+            self._made = False
+        except OSError as exc:
+            raise StorageError.from_os_error(run_dir, exc) from exc
+        busy = StorageError(
+            f"another digest run is writing {run_dir}; wait for it to end, or choose another --out"
+        )
+        try:
+            self._lock = FolderLock.acquire(run_dir / LOCK, busy)
+        except BaseException:
+            self._remove_if_made()
+            raise
+        for name in (SUMMARIES, ERRORS, CSV, MANIFEST):  # what writers killed here left
+            remove_stale_tmp(run_dir, name)
+
+    def make_files(self) -> None:
+        """Make the folder's files now (once): the streams, the CSV header, the start's
+        manifest; from here the run has a folder (`written`)."""
+        if self.written:
+            return
+        self.written = True
+        try:
+            summaries = self._open_fresh(SUMMARIES, binary=True)
+            errors = self._open_fresh(ERRORS, binary=True)
             # utf-8-sig so spreadsheet programs detect the encoding of non-ASCII text.
-            self._csv_file = self._open(CSV, "utf-8-sig", newline="")
+            self._csv_file = self._open_fresh(CSV, encoding="utf-8-sig")
             self._summaries = JsonlWriter(summaries)
             self._errors = JsonlWriter(errors)
             self._csv = SafeCsvWriter(self._csv_file)
             self._csv.writerow(csv_columns(self._specs))
         except OSError as exc:
             self._close_quietly()
-            raise StorageError.from_os_error(Path(exc.filename or run_dir), exc) from exc
-        self._rows = 0
+            raise StorageError.from_os_error(Path(exc.filename or self.dir), exc) from exc
+        if self._pending is not None:
+            self.write_manifest(self._pending)
+        if self._on_folder is not None:
+            self._on_folder(self.dir)
 
-    def _open(self, name: str, encoding: str, newline: str | None = None) -> IO[str]:
-        fh = open(self.dir / name, "w", encoding=encoding, newline=newline)  # noqa: SIM115
-        self._files.append(fh)
-        return fh
-
-    def _open_binary(self, name: str) -> IO[bytes]:
-        fh = open(self.dir / name, "wb")  # noqa: SIM115
-        self._files.append(fh)
+    def _open_fresh(self, name: str, *, binary: bool = False, encoding: str = "utf-8") -> IO:
+        fh = open_fresh(self.dir / name, binary=binary, encoding=encoding)
+        self._files.append((name, fh))
         return fh
 
     def write_record(self, record: SummaryRecord) -> bytes:
         """Append one summary record (and its CSV row); returns its summaries.jsonl line."""
+        self.make_files()
         with self._failing(SUMMARIES):
             line = self._summaries.write(record)
         with self._failing(CSV):
@@ -152,35 +192,42 @@ class RunWriter:
 
     def write_error(self, error: ErrorRecord) -> None:
         """Append one failure record (its raw answer cut at MAX_RAW_CHARS)."""
+        self.make_files()
         if error.raw is not None and len(error.raw) > MAX_RAW_CHARS:
             error = error.model_copy(update={"raw": error.raw[:MAX_RAW_CHARS] + "…[truncated]"})
         with self._failing(ERRORS):
             self._errors.write(error)
 
-    def write_manifest(self, manifest: Manifest) -> Path:
-        """Write manifest.json atomically (a reader never sees half of it)."""
-        path = self.dir / MANIFEST
-        tmp = path.with_name(f".{MANIFEST}.{os.getpid()}.tmp")
-        try:
-            tmp.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
-            tmp.replace(path)
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-            raise StorageError.from_os_error(path, exc) from exc
-        return path
+    def write_manifest(self, manifest: Manifest) -> Path | None:
+        """Write manifest.json atomically (a reader never sees half of it); None while the
+        folder has no files and the run is not complete (the manifest waits for them)."""
+        if not self.written:
+            if manifest.status not in COMPLETE_STATUSES:
+                self._pending = manifest
+                return None
+            self.make_files()  # a complete run keeps its folder, records or not
+        return write_text(self.dir / MANIFEST, manifest.model_dump_json(indent=2) + "\n")
 
     def close(self) -> None:
-        """Close every file (all of them, even when one fails to flush)."""
+        """Close every file (all of them, even when one fails to flush) and release the folder
+        (removed again when this writer made it and wrote nothing)."""
         try:
-            for fh in self._files:
-                with self._failing(Path(fh.name).name):
+            for name, fh in self._files:
+                with self._failing(name):
                     fh.close()
         finally:
             self._close_quietly()
+            self._lock.release(remove=True)
+            if not self.written:
+                self._remove_if_made()
+
+    def _remove_if_made(self) -> None:
+        if self._made:
+            with contextlib.suppress(OSError):
+                self.dir.rmdir()  # only while empty: nothing of anyone else's goes
 
     def _close_quietly(self) -> None:
-        for fh in self._files:
+        for _, fh in self._files:
             with contextlib.suppress(OSError):
                 fh.close()
 

@@ -13,6 +13,7 @@ import importlib
 import pkgutil
 import sys
 from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from pipeline.errors import ConfigError
@@ -105,29 +106,46 @@ _VALIDATION_MODULES = (
     "pipeline.stages.base",
     "pipeline.schemas",
     "pipeline.spans",
+    "pipeline.folding",
     "pipeline.alignment",
     "pipeline.repair",
     "pipeline.support",
     "pipeline.offline.tags",  # its phrase index decides which tags a text supports
     "pipeline.offline.tag_rules",
+    "pipeline.offline.tag_words",
+    "pipeline.offline.contribution_cues",
+    "pipeline.datafiles",  # reads the data files below
+    "pipeline.yamltext",  # parses them
     "pipeline.text",
     "pipeline.taxonomy",
     "pipeline.rundir.models",
 )
-# Data the validating code reads (pipeline/support.py: words too common to support a tag).
-_VALIDATION_DATA = (("pipeline.assign", "common_words.txt"),)
+# Data the validating code reads: (package, resource path).
+_VALIDATION_DATA = (
+    ("pipeline.assign", "common_words.txt"),  # words too common to support a tag
+    ("pipeline.prompt_files", "grounding.yaml"),
+    ("pipeline.prompt_files", "alignment.yaml"),
+    ("pipeline.prompt_files", "offline/tag_rules.yaml"),
+    ("pipeline.prompt_files", "offline/tag_words.yaml"),
+    ("pipeline.prompt_files", "offline/contribution_cues.yaml"),
+)
 
 
 def validator_id() -> str | None:
     """A digest of the code that validates stage outputs (every registered stage's module and
-    the modules they validate with): the cache seals the lines it writes with it, so a line
-    whose seal holds was validated by this very code. None when some source cannot be read."""
+    the modules they validate with) and of the data files it reads: the cache seals the lines
+    it writes with it, so a line whose seal holds was validated by this very code and data.
+    None when some source cannot be read."""
     names = sorted({*_VALIDATION_MODULES, *(s.schema.__module__ for s in specs())})
-    return _validator_id(tuple(names))
+    data = tuple(
+        (resource, files(package).joinpath(*resource.split("/")))
+        for package, resource in _VALIDATION_DATA
+    )
+    return _validator_id(tuple(names), data)
 
 
 @functools.lru_cache(maxsize=4)
-def _validator_id(names: tuple[str, ...]) -> str | None:
+def _validator_id(names: tuple[str, ...], data: tuple[tuple[str, Traversable], ...]) -> str | None:
     from pipeline import __version__
 
     digest = hashlib.sha256(__version__.encode())
@@ -137,11 +155,9 @@ def _validator_id(names: tuple[str, ...]) -> str | None:
             digest.update(name.encode() + b"\0" + Path(module.__file__ or "").read_bytes())
         except OSError:
             return None
-    for package, resource in _VALIDATION_DATA:
+    for resource, path in data:
         try:
-            digest.update(
-                resource.encode() + b"\0" + files(package).joinpath(resource).read_bytes()
-            )
+            digest.update(resource.encode() + b"\0" + path.read_bytes())
         except OSError:
             return None
     return digest.hexdigest()

@@ -22,9 +22,11 @@ from pipeline.offline import tags as T
 from pipeline.taxonomy import Taxonomy
 
 # Verbs of a sentence that states what the paper does ("we propose", "this paper studies").
-_OWN_WORK = T._wordset(
-    """propose proposes introduce introduces present presents develop develops design designs
-    devise devises study studies investigate investigates address addresses tackle tackles"""
+_OWN_WORK = frozenset(
+    str.split(
+        """propose proposes introduce introduces present presents develop develops design designs
+        devise devises study studies investigate investigates address addresses tackle tackles"""
+    )
 )
 FEATURES = [
     "score",
