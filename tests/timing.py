@@ -1,0 +1,74 @@
+"""Waiting in tests without betting on how busy the machine is.
+
+What a test asserts is ordered by events (a gate the fake server holds requests at, a
+condition polled until it holds), never by a deadline. `HANG_S` is the one deadline: a
+safety net against a hang, so generous that no load reaches it, and never what is asserted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+
+# Long enough for anything on a 2-core machine with a load average of 15; a test that needs
+# it has hung.
+HANG_S = 600.0
+
+
+def wait_until(predicate: Callable[[], bool], what: str = "condition") -> None:
+    """Poll `predicate` until it holds; fail only after `HANG_S` (a hang, not slowness)."""
+    deadline = time.monotonic() + HANG_S
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not met after {HANG_S:g}s (hung)")
+        time.sleep(0.01)
+
+
+class Rounds:
+    """The fake server's `hold` hook: requests are held in groups of `size` and each group is
+    let through once its last request has arrived, so `size` requests are provably in
+    flight together however slowly the client sends them."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._lock = threading.Lock()
+        self._gate = threading.Event()
+        self._waiting = 0
+        self.rounds = 0  # groups let through
+
+    def __call__(self, stage: str, abstract: str) -> threading.Event:
+        with self._lock:
+            gate = self._gate
+            self._waiting += 1
+            if self._waiting == self.size:
+                gate.set()
+                self._gate, self._waiting = threading.Event(), 0
+                self.rounds += 1
+        return gate
+
+    def release(self) -> None:
+        """Let the current, incomplete group through (e.g. when a test ends early)."""
+        with self._lock:
+            self._gate.set()
+
+
+class Gate:
+    """A server `sleep` that returns when the test opens the gate, not when time has passed:
+    a stall or latency that lasts exactly as long as the test needs it to."""
+
+    def __init__(self, *, opened: bool = False) -> None:
+        self.opened = threading.Event()
+        if opened:  # only records the delays asked for
+            self.opened.set()
+        self.asked: list[float] = []  # the delays the server asked for, in order
+
+    async def __call__(self, seconds: float) -> None:
+        self.asked.append(seconds)
+        while not self.opened.is_set():
+            await asyncio.sleep(0.005)
+
+    def open(self) -> None:
+        """Let every waiting and future sleep return."""
+        self.opened.set()
