@@ -256,8 +256,11 @@ class OpenAIServer:
             raise RuntimeError("server not started")
         return f"http://{HOST}:{self._port}/v1"
 
-    def start(self, timeout_s: float = 10.0) -> str:
-        """Bind a port, serve in a background thread, and return the base URL."""
+    def start(self, timeout_s: float = 120.0) -> str:
+        """Bind a port, serve in a background thread, and return the base URL.
+
+        `timeout_s` only guards against a hang: it returns as soon as the port is bound,
+        which on a busy machine can take seconds."""
         if self._thread is not None:
             raise RuntimeError("server already started")
         if self._answer_fn is None:
@@ -270,7 +273,7 @@ class OpenAIServer:
             raise RuntimeError(f"server failed to start: {self._startup_error}")
         return self.base_url
 
-    def stop(self, timeout_s: float = 5.0) -> None:
+    def stop(self, timeout_s: float = 120.0) -> None:
         """Stop serving; in-flight (even stalled) requests are cancelled; idempotent."""
         loop, thread = self._loop, self._thread
         if loop is None or thread is None or not thread.is_alive():
