@@ -72,3 +72,29 @@ class Gate:
     def open(self) -> None:
         """Let every waiting and future sleep return."""
         self.opened.set()
+
+
+class Budget:
+    """The fake server's `hold` hook: lets a set number of requests through and holds the
+    rest at a gate, so a run stops at a known point instead of racing a test that polls."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._gate = threading.Event()
+        self._limit: int | None = None  # None: no limit
+        self.passed = 0
+
+    def __call__(self, stage: str, abstract: str) -> threading.Event | None:
+        with self._lock:
+            if self._limit is None or self.passed < self._limit:
+                self.passed += 1
+                return None
+            return self._gate
+
+    def reopen(self, more: int | None) -> None:
+        """Release the requests held so far (their client is gone) and let `more` new ones
+        through (None: all)."""
+        with self._lock:
+            self._limit = None if more is None else self.passed + more
+            self._gate.set()
+            self._gate = threading.Event()
