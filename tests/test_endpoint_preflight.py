@@ -363,6 +363,7 @@ def test_the_preflight_is_bounded_well_under_5s_connect_included():
     assert load_settings(config).preflight_timeout_s == 3.0
 
 
+@pytest.mark.preflight_bound
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_a_server_that_accepts_and_never_answers_is_one_message(tmp_path, inputs, transport):
     listener, held = silent_server()

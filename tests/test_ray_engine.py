@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from hostile import check_run, hostile_answer_fn
 from runs import manifest_dict, run_paths
 from synthetic import write_abstracts
-from timing import HANG_S, wait_until
+from timing import HANG_S, preflight_hang_guard, wait_until
 
 from pipeline.cli import main
 from pipeline.config import load_settings
@@ -395,6 +395,7 @@ def test_ctrl_c_during_the_ray_phase_exits_130_and_the_same_command_resumes(tmp_
     # held its workers' requests, even when released one round every 0.2 s.)
     config = ServerConfig(seed=SEED, latency=0.2)
     with OpenAIServer(config, answer_fn=answer) as server:
+        preflight_hang_guard(tmp_path)  # the child's ./config.yaml
         argv = digest_at.child(server.base_url, path, "--engine", "ray", "--concurrency", "4")
         env = {**os.environ, "OPENAI_API_KEY": FAKE_KEY}
         env.pop("RAY_ADDRESS", None)

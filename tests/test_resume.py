@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from runs import manifest_dict, run_paths
 from synthetic import write_abstracts
-from timing import HANG_S, Budget, Gate, wait_until
+from timing import HANG_S, Budget, Gate, preflight_hang_guard, wait_until
 
 from pipeline.config import load_settings
 from pipeline.testing.answers import offline_answer_fn
@@ -158,6 +158,7 @@ def test_sigkill_at_three_points_then_resume_equals_a_clean_run(tmp_path, inputs
             ]
             assert again == [], f"{len(again)} results already in the cache were requested again"
 
+        preflight_hang_guard(tmp_path)  # the children's ./config.yaml
         args = digest_at.child(server.base_url, path, "--concurrency", CONCURRENCY)
         previous = None
         left_tmp: list[bool] = []
@@ -203,6 +204,7 @@ def test_sigint_stops_without_waiting_for_stalls_flushes_and_says_how_to_resume(
     config = ServerConfig(faults={"stall": 0.2}, stall_s=30.0, seed=4)  # `sleep`: stalls only
     endless = tmp_path / "config.yaml"
     endless.write_text("timeout_s: 3600\n", encoding="utf-8")
+    preflight_hang_guard(tmp_path)
     cache_dir, run_dir = tmp_path / "cache", tmp_path / "run"
     stalls = Gate()
     with OpenAIServer(config, answer_fn=answer, sleep=stalls) as server:

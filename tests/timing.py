@@ -11,10 +11,22 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 # Long enough for anything on a 2-core machine with a load average of 15; a test that needs
 # it has hung.
 HANG_S = 600.0
+
+
+def preflight_hang_guard(folder: Path) -> Path:
+    """`folder/config.yaml` with the preflight's bound at `HANG_S` (added to what the file
+    holds): a `digest` child started in `folder` (or given this file) does not take a busy
+    machine for a dead server. The test process gets the same from tests/conftest.py."""
+    config = folder / "config.yaml"
+    text = config.read_text(encoding="utf-8") if config.exists() else ""
+    if "preflight_timeout_s:" not in text:
+        config.write_text(f"{text}preflight_timeout_s: {HANG_S:g}\n", encoding="utf-8")
+    return config
 
 
 def wait_until(predicate: Callable[[], bool], what: str = "condition") -> None:
