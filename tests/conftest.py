@@ -1,5 +1,6 @@
 """Shared fixtures: the sample abstracts, no ambient endpoint, VCR config that keeps secrets out
-of cassettes, `digest` against a fake server, and bench/'s scripts run as their users run them."""
+of cassettes, `digest` against a fake server, and bench/'s scripts run as their users run them;
+and the fast default selection (`SLOW` below; `pytest --full` runs everything)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,119 @@ from pathlib import Path
 import pytest
 from endpoint import DigestAt
 from samples import EXAMPLES, REPO
+from timing import HANG_S
+
+# The slow tests, by file: the test functions (all their parameters), single parametrized
+# cases ("name[id]"), or ALL for the whole file; tests marked `browser` are slow too. Chosen
+# by measured cost (`pytest --full --durations=0`): the heavy end-to-end runs, Ray, the
+# corpus-sized quality checks and the parametrized duplicates of a path a fast test already
+# takes. Every module keeps fast tests. A test not listed here is fast: new tests run by
+# default unless added.
+ALL = "*"
+SLOW: dict[str, set[str]] = {
+    "test_ray_engine.py": {  # each starts a local Ray instance or a `digest` child on Ray
+        "test_ctrl_c_during_the_ray_phase_exits_130_and_the_same_command_resumes",
+        "test_ray_engine_writes_the_local_engines_summaries_and_a_warm_rerun_sends_nothing",
+        "test_transport_faults_give_the_local_engines_error_records",
+        "test_hostile_answers_fail_their_own_pair_on_ray_as_locally",
+        "test_a_key_revoked_mid_run_stops_the_ray_run_as_fatal",
+        "test_a_refused_key_exits_3_without_a_stage_request",
+    },
+    "test_offline_quality_bench.py": {ALL},  # the quality benchmark over every gold set
+    "test_golden.py": {ALL},  # 257 abstracts in a child process against the snapshot
+    "test_offline_tldr.py": {
+        "test_shipped_model_is_what_training_writes",  # trains on SciTLDR train
+        "test_training_is_deterministic",
+    },
+    "test_small_models_corpus.py": {
+        "test_every_answers_file_passes_the_annotators_structure_check",
+        "test_each_held_out_batch_has_the_size_and_fabrications_the_issue_asks",
+        "test_without_reasks_faithful_work_is_kept_and_nothing_fabricated_is_shown",
+        "test_with_reasks_a_compliant_model_gets_everything_through_but_fabrications",
+    },
+    "test_answers_corpus.py": {
+        "test_faithful_claims_are_kept_and_nothing_fabricated_reaches_the_output"
+    },
+    "test_alignment.py": {"test_no_changed_quote_of_the_shipped_claims_is_let_through"},
+    # 200 abstracts per case: the fast run keeps 429, 500 and drop, every exhausted fault and
+    # the content faults of one stage each.
+    "test_faults.py": {
+        *(
+            f"test_transient_faults_end_all_ok_with_one_retry_per_fault[{fault}]"
+            for fault in (
+                "503",
+                "stall",
+                "trickle",
+                "html",
+                "not_json",
+                "truncated_body",
+                "json_array",
+                "null_message",
+                "bad_usage",
+                "no_choices",
+                "deep_body",
+            )
+        ),
+        *(
+            f"test_content_faults_are_reasked[{fault}-{mode}]"
+            for fault in ("ungrounded", "truncated")
+            for mode in ("self-correcting", "stubborn")
+        ),
+    },  # fmt: skip
+    "test_resume.py": {"test_sigkill_at_three_points_then_resume_equals_a_clean_run"},
+    "test_secrets.py": {"test_key_is_in_no_file_a_debug_run_writes"},  # a -vv child per form
+    "test_endpoint_credentials.py": {
+        "test_url_credentials_work_and_are_in_no_output[httpx--v]",
+        "test_url_credentials_work_and_are_in_no_output[httpx--vv]",
+        "test_url_credentials_work_and_are_in_no_output[aiohttp--v]",
+    },
+    "test_endpoint_preflight.py": {
+        "test_a_server_that_accepts_and_never_answers_is_one_message[httpx]",
+    },
+    "test_docs.py": {  # quoted outputs that take seconds to produce
+        "test_quoted_output_is_what_the_command_prints_today[docs/configuration.md:preflight-messages]",
+        "test_quoted_output_is_what_the_command_prints_today[README.md:assign-openreview]",
+        "test_quoted_output_is_what_the_command_prints_today[docs/workflow.md:assign-openreview]",
+    },
+    "test_packaging.py": {"test_every_benchmark_script_imports"},
+}
+
+
+def is_slow(item: pytest.Item) -> bool:
+    """Listed in SLOW, or a browser test."""
+    if item.get_closest_marker("browser") is not None:
+        return True
+    listed = SLOW.get(item.path.name, set())
+    name = getattr(item, "originalname", item.name)
+    return bool(listed & {ALL, name, item.name})
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--full",
+        action="store_true",
+        help="run the whole suite; plain `pytest` leaves out the tests marked slow",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the slow tests; leave them out of a plain `pytest` (no paths, no -m, no --full)."""
+    slow = [item for item in items if is_slow(item)]
+    for item in slow:
+        item.add_marker(pytest.mark.slow)
+    chosen = config.getoption("--full") or config.getoption("markexpr")
+    if chosen or config.args_source != pytest.Config.ArgsSource.TESTPATHS or not slow:
+        return  # named paths or node ids run as named
+    config.hook.pytest_deselected(items=slow)
+    items[:] = [item for item in items if not is_slow(item)]
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    full = config.getoption("--full") or config.getoption("markexpr")
+    if full or config.args_source != pytest.Config.ArgsSource.TESTPATHS:
+        return None
+    return "fast selection: tests marked slow are deselected (pytest --full runs them)"
+
 
 # A local Ray instance (tests/test_ray_engine.py) binds 127.0.0.1 only; Ray reads this when
 # first imported, so it is set before any test module can import ray.
@@ -47,6 +161,24 @@ def run_bench():
         return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
 
     return run
+
+
+@pytest.fixture(autouse=True)
+def _preflight_bound_is_a_hang_guard(request, monkeypatch):
+    """The preflight's bound (3 s shipped) is a deadline a busy machine can miss against a
+    working local server: in this process it is `HANG_S` unless the test is marked
+    `preflight_bound` (a test of the bound itself). Child processes get it from a config."""
+    if request.node.get_closest_marker("preflight_bound") is not None:
+        return
+    from pipeline.backends.openai_backend import OpenAIBackend
+
+    real = OpenAIBackend.preflight
+
+    async def preflight(backend: OpenAIBackend) -> None:
+        backend.settings = backend.settings.model_copy(update={"preflight_timeout_s": HANG_S})
+        await real(backend)
+
+    monkeypatch.setattr(OpenAIBackend, "preflight", preflight)
 
 
 @pytest.fixture(autouse=True)

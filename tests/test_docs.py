@@ -291,6 +291,7 @@ OUTPUTS: dict[str, tuple[Callable[[Workspace], str], Callable[[str, str], None]]
 BLOCKS = quoted_blocks()
 
 
+@pytest.mark.preflight_bound  # the docs quote the shipped bound's messages
 @pytest.mark.parametrize(
     ("name", "where", "quoted"), BLOCKS, ids=[f"{b[1]}:{b[0]}" for b in BLOCKS]
 )

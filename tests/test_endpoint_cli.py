@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from timing import HANG_S
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -18,7 +20,7 @@ def test_a_closed_stdout_exits_141_quietly_with_the_run_complete(tmp_path):
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()  # the reader is gone before the first line (`| head -0`)
     stderr = proc.stderr.read().decode()
-    assert proc.wait(timeout=120) == 141  # pipeline.cli.EXIT_BROKEN_PIPE
+    assert proc.wait(timeout=HANG_S) == 141  # pipeline.cli.EXIT_BROKEN_PIPE
     assert "Traceback" not in stderr and "Exception ignored" not in stderr
     assert "BrokenPipe" not in stderr
     assert stderr.startswith("backend: offline")  # stderr still works

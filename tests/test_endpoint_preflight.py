@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 from endpoint import DigestAt
+from held import HeldBounds
 from synthetic import write_abstracts
+from timing import HANG_S
 
 from pipeline.testing.answers import offline_answer_fn
 from pipeline.testing.openai_server import OpenAIServer, ServerConfig
@@ -41,11 +43,11 @@ def inputs(tmp_path) -> Path:
     return path
 
 
-def digest(tmp_path, inputs, base_url, *extra, key=KEY, transport="aiohttp", preflight_s=None):
+def digest(tmp_path, inputs, base_url, *extra, key=KEY, transport="aiohttp", preflight_s=HANG_S):
+    """`digest run` in this process. The preflight's bound is a hang guard unless a test of
+    the bound passes its own: a busy machine must not turn a working server into a dead one."""
     config = tmp_path / "config.yaml"
-    text = f"http_transport: {transport}\n"
-    if preflight_s is not None:
-        text += f"preflight_timeout_s: {preflight_s}\n"
+    text = f"http_transport: {transport}\npreflight_timeout_s: {preflight_s:g}\n"
     config.write_text(text, encoding="utf-8")
     return DigestAt(tmp_path)(base_url, inputs, "--config", config, *extra, key=key)
 
@@ -247,7 +249,7 @@ def test_a_fully_cached_run_contacts_nobody_and_never_imports_the_sdk(
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG_S,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
@@ -361,12 +363,15 @@ def test_the_preflight_is_bounded_well_under_5s_connect_included():
     assert load_settings(config).preflight_timeout_s == 3.0
 
 
+@pytest.mark.preflight_bound
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_a_server_that_accepts_and_never_answers_is_one_message(tmp_path, inputs, transport):
     listener, held = silent_server()
     port = listener.getsockname()[1]
     try:
-        result = digest(tmp_path, inputs, f"http://127.0.0.1:{port}/v1", transport=transport)
+        result = digest(
+            tmp_path, inputs, f"http://127.0.0.1:{port}/v1", transport=transport, preflight_s=3
+        )  # the bound is what ends it: the shipped default
     finally:
         listener.close()
         for conn in held:
@@ -397,7 +402,7 @@ def test_the_probe_gets_only_what_is_left_of_the_bound(tmp_path, inputs, answer,
         stats = server.stats()
     assert result.exit_code == 0, result.output + result.stderr
     assert stats["by_stage"] == {"chat": 1, "tldr": N}
-    bound = 3.0  # the default preflight_timeout_s
+    bound = HANG_S  # the test's preflight_timeout_s
     preflight, stage_requests = given[:2], given[2:]
     assert preflight[0] == bound and 0 < preflight[1] < bound  # the probe: what is left
     assert stage_requests == [60.0] * N  # stage requests keep timeout_s
@@ -409,15 +414,18 @@ def test_a_slow_but_working_server_without_models_is_not_refused(
     """A server that answers GET /models with a 404 is alive; when its first chat completion
     (a cold model, say) takes longer than what is left of the bound, the run goes on and
     every stage request gets the full timeout_s."""
-    # The first chat completion (the probe) is held far past the bound; the rest answer.
+    # The first chat completion (the probe) stalls; the rest answer. The probe's bound ends
+    # as the server reports the stall (HeldBounds), not when the clock runs out.
+    bounds = HeldBounds().install(monkeypatch)
     config = ServerConfig(models="missing", script=("stall",), stall_s=30.0)
-    with OpenAIServer(config, answer_fn=answer) as server:
-        result = digest(tmp_path, inputs, server.base_url, "--stages", "tldr", preflight_s=1)
+    with OpenAIServer(config, answer_fn=answer, held=bounds.held) as server:
+        result = digest(tmp_path, inputs, server.base_url, "--stages", "tldr")
         stats = server.stats()
+    assert bounds.ended == 1
     assert result.exit_code == 0, result.output + result.stderr
     assert "error:" not in result.stderr
     assert stats["by_stage"] == {"chat": 1, "tldr": N}
     assert (
-        "/models answered 404 and a 1-token chat completion did not answer within 1s; "
+        f"/models answered 404 and a 1-token chat completion did not answer within {HANG_S:g}s; "
         "going on (each request may take timeout_s=60s)"
     ) in result.stderr

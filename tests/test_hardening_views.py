@@ -234,7 +234,11 @@ def test_a_stale_report_tmp_of_a_dead_process_is_removed(tmp_path):
     stale.write_text("<html>half a page")
     stale_manifest = run / f".manifest.json.{dead_pid()}.tmp"
     stale_manifest.write_text("{")
-    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    # Alive until the test kills it (it waits for input that never comes), however long
+    # the report takes on a busy machine.
+    live = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
     try:
         busy = run / f".report.html.{live.pid}.tmp"  # a report being written right now
         busy.write_text("<html>in progress")

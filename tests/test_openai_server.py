@@ -19,6 +19,7 @@ import openai
 import pytest
 from pydantic import ValidationError
 from samples import SPARSEFORMER, stub_answer, validate
+from timing import HANG_S, Gate, Rounds, wait_until
 
 from pipeline.stages import get_spec
 from pipeline.testing.chat import PLAIN_ANSWER, parse_chat, request_key
@@ -75,8 +76,8 @@ def make_server():
     """Start servers with the stub answer; all are stopped at teardown."""
     servers: list[OpenAIServer] = []
 
-    def make(answer_fn=stub_answer, **config) -> OpenAIServer:
-        server = OpenAIServer(ServerConfig(**config), answer_fn=answer_fn)
+    def make(answer_fn=stub_answer, *, hooks=None, **config) -> OpenAIServer:
+        server = OpenAIServer(ServerConfig(**config), answer_fn=answer_fn, **(hooks or {}))
         server.start()
         servers.append(server)
         return server
@@ -86,7 +87,7 @@ def make_server():
         server.stop()
 
 
-def client_for(server: OpenAIServer, *, timeout: float = 5.0, api_key: str = "test-key"):
+def client_for(server: OpenAIServer, *, timeout: float = HANG_S, api_key: str = "test-key"):
     return openai.OpenAI(base_url=server.base_url, api_key=api_key, max_retries=0, timeout=timeout)
 
 
@@ -197,7 +198,8 @@ def test_drop_is_a_connection_error(make_server):
 
 
 def test_stall_times_out_without_blocking_others(make_server):
-    server = make_server(script=["stall"], stall_s=5.0, max_concurrent=1)
+    stall = Gate()  # the stall lasts until the end of the test, however long it takes
+    server = make_server(script=["stall"], stall_s=5.0, max_concurrent=1, hooks={"sleep": stall})
     results: list[object] = []
 
     def stalled() -> None:
@@ -209,20 +211,23 @@ def test_stall_times_out_without_blocking_others(make_server):
 
     thread = threading.Thread(target=stalled)
     thread.start()
-    _wait_until(lambda: server.stats()["faults"].get("stall") == 1)
+    wait_until(lambda: server.stats()["faults"].get("stall") == 1, "the stall")
     with client_for(server) as client:  # served while the stall holds its request
         assert ask(client, "tags").choices[0].finish_reason == "stop"
     assert server.stats()["in_flight"] == 1  # the stalled request is still held
-    thread.join(5.0)
+    thread.join(HANG_S)
     assert len(results) == 1 and isinstance(results[0], openai.APITimeoutError)
+    assert stall.asked == [5.0]
+    stall.open()
 
 
 def test_stop_is_prompt_with_a_stalled_request(make_server):
-    server = make_server(script=["stall"], stall_s=30.0)
+    # A stall that never ends by itself: only stop() can end the request.
+    server = make_server(script=["stall"], stall_s=30.0, hooks={"sleep": Gate()})
     errors: list[BaseException] = []
 
     def stalled() -> None:
-        with client_for(server, timeout=20.0) as client:
+        with client_for(server) as client:
             try:
                 ask(client)
             except openai.APIError as exc:
@@ -230,11 +235,9 @@ def test_stop_is_prompt_with_a_stalled_request(make_server):
 
     thread = threading.Thread(target=stalled)
     thread.start()
-    _wait_until(lambda: server.stats()["in_flight"] == 1)
-    started = time.monotonic()
+    wait_until(lambda: server.stats()["in_flight"] == 1, "the stalled request")
     server.stop()
-    assert time.monotonic() - started < 30.0 / 3  # well before the 30 s stall would end
-    thread.join(5.0)
+    thread.join(HANG_S)
     assert not thread.is_alive()
     assert len(errors) == 1 and isinstance(errors[0], openai.APIConnectionError)
 
@@ -417,30 +420,36 @@ def test_api_key(make_server):
 
 
 async def test_concurrency_cap_queues_and_counts(make_server):
-    server = make_server(max_concurrent=2, latency=0.2)
-    client = openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0, timeout=5)
-    started = time.monotonic()
+    # Nothing is answered before all six have arrived: two wait in the slots, four queue.
+    everyone = Rounds(6)
+    server = make_server(max_concurrent=2, hooks={"hold": everyone})
+    client = openai.AsyncOpenAI(
+        base_url=server.base_url, api_key="k", max_retries=0, timeout=HANG_S
+    )
     async with client:
         results = await asyncio.gather(
             *(_ask_async(client, f"{SPARSEFORMER} Variant {i}.") for i in range(6))
         )
-    elapsed = time.monotonic() - started
     assert all(r.choices[0].finish_reason == "stop" for r in results)
     stats = server.stats()
+    assert everyone.rounds == 1
     assert stats["in_flight_max"] == 6
     assert stats["active_max"] == 2
-    assert elapsed >= 0.55  # three waves of 0.2 s
     assert len(stats["by_key"]) == 6 and set(stats["by_key"].values()) == {1}
 
 
 async def test_latency_jitter_is_bounded(make_server):
-    server = make_server(latency=0.2, latency_jitter=0.1, seed=3)
-    client = openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0, timeout=5)
+    waits = Gate(opened=True)  # records the latency of each answer instead of sleeping it
+    server = make_server(latency=0.2, latency_jitter=0.1, seed=3, hooks={"sleep": waits})
+    client = openai.AsyncOpenAI(
+        base_url=server.base_url, api_key="k", max_retries=0, timeout=HANG_S
+    )
     async with client:
-        for i in range(3):
-            started = time.monotonic()
+        for i in range(6):
             await _ask_async(client, f"{SPARSEFORMER} Variant {i}.")
-            assert time.monotonic() - started >= 0.1  # latency 0.2 - jitter 0.1 at least
+    assert len(waits.asked) == 6
+    assert all(0.1 <= w <= 0.3 for w in waits.asked)  # latency 0.2 +- jitter 0.1
+    assert len(set(waits.asked)) == 6  # jittered per request
 
 
 async def _ask_async(client: openai.AsyncOpenAI, abstract: str):
@@ -479,7 +488,7 @@ def raw_request(
     server: OpenAIServer, method: str, path: str, body: dict | None = None, **headers: str
 ) -> tuple[int, dict[str, str], bytes]:
     """(status, lower-cased headers, body) of one request, without any client's parsing."""
-    conn = http.client.HTTPConnection("127.0.0.1", _port(server), timeout=10)
+    conn = http.client.HTTPConnection("127.0.0.1", _port(server), timeout=HANG_S)
     try:
         payload = json.dumps(body) if body is not None else None
         conn.request(method, path, payload, {"content-type": "application/json", **headers})
@@ -535,7 +544,7 @@ def test_malformed_faults_are_200s_that_are_not_chat_completions(make_server, fa
 
 def test_trickle_sends_headers_at_once_then_one_byte_per_interval(make_server):
     server = make_server(script=["trickle", "trickle"], trickle_s=0.05)
-    with socket.create_connection(("127.0.0.1", _port(server)), timeout=10) as sock:
+    with socket.create_connection(("127.0.0.1", _port(server)), timeout=HANG_S) as sock:
         payload = json.dumps(chat_body()).encode()
         sock.sendall(
             b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
@@ -551,7 +560,7 @@ def test_trickle_sends_headers_at_once_then_one_byte_per_interval(make_server):
         assert time.monotonic() - started >= 4 * 0.05  # one byte per trickle_s: 4 gaps at least
         assert received == b'{"id"'
     # The client hung up half-way: the server noticed and stopped sending.
-    _wait_until(lambda: server.stats()["trickles_cut"] == 1)
+    wait_until(lambda: server.stats()["trickles_cut"] == 1, "the trickle cut")
 
     fast = make_server(script=["trickle"], trickle_s=0.001)
     with client_for(fast) as client:  # a client that waits gets a complete, clean answer
@@ -649,29 +658,21 @@ def test_plain_chat_without_a_stage_is_answered_ok(make_server):
 def test_cli_serves_until_sigterm(tmp_path):
     stats_file = tmp_path / "stats.json"
     command = [sys.executable, "-m", "bench.openai_server", "--answer", "stub"]
-    command += ["--script", "500,ok", "--duration", "60", "--stats-file", str(stats_file)]
+    command += ["--script", "500,ok", "--duration", "600", "--stats-file", str(stats_file)]
     proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:
         base_url = proc.stdout.readline().strip()
         assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
-        with openai.OpenAI(base_url=base_url, api_key="k", max_retries=0, timeout=5) as client:
+        with openai.OpenAI(base_url=base_url, api_key="k", max_retries=0, timeout=HANG_S) as client:
             with pytest.raises(openai.InternalServerError):
                 ask(client)
             assert json.loads(ask(client).choices[0].message.content)["tldr"]
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=10) == 0
+        assert proc.wait(timeout=HANG_S) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait(timeout=10)
+            proc.wait(timeout=HANG_S)
     stats = json.loads(stats_file.read_text())
     assert stats["faults"] == {"500": 1}
     assert stats["by_status"] == {"500": 1, "200": 1}
-
-
-def _wait_until(predicate, timeout_s: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.01)

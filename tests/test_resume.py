@@ -4,6 +4,9 @@ A run SIGKILLed at three points (each resume killed again, then finished) ends w
 summaries as an uninterrupted run, and the server never gets a second request for a stage
 result that was already in the cache when the process died. SIGINT stops without waiting for
 requests stalled on the server, keeps what finished and says how to resume.
+
+The server holds requests at gates (tests/timing.py) so each kill finds the run at a known
+point and a stall lasts until the test ends, whatever the load: no poll races the run.
 """
 
 from __future__ import annotations
@@ -14,13 +17,13 @@ import json
 import os
 import signal
 import subprocess
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from runs import manifest_dict, run_paths
 from synthetic import write_abstracts
+from timing import HANG_S, Budget, Gate, preflight_hang_guard, wait_until
 
 from pipeline.config import load_settings
 from pipeline.testing.answers import offline_answer_fn
@@ -85,14 +88,12 @@ def cache_lines(cache_dir: Path) -> int:
     )
 
 
-def wait_for_lines(
-    proc: subprocess.Popen, cache_dir: Path, lines: int, timeout_s: float = 30
-) -> None:
-    deadline = time.monotonic() + timeout_s
-    while cache_lines(cache_dir) < lines:
+def wait_for_lines(proc: subprocess.Popen, cache_dir: Path, lines: int) -> None:
+    def written() -> bool:
         assert proc.poll() is None, f"run ended before {lines} cache lines: {proc.communicate()}"
-        assert time.monotonic() < deadline, "run made no progress"
-        time.sleep(0.005)
+        return cache_lines(cache_dir) >= lines
+
+    wait_until(written, f"{lines} cache lines")
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -121,8 +122,10 @@ def test_sigkill_at_three_points_then_resume_equals_a_clean_run(tmp_path, inputs
     server_config = ServerConfig(latency=0.02, seed=3)
     cache_dir, run_dir = tmp_path / "cache", tmp_path / "run"
     total = N * len(STAGES)
+    # Each killed run gets answers up to its kill point, then waits: the kill finds it there.
+    budget = Budget()
     # One server for the clean run and the killed ones: the endpoint is in every cache key.
-    with OpenAIServer(server_config, answer_fn=answer) as server:
+    with OpenAIServer(server_config, answer_fn=answer, hold=budget) as server:
         settings = load_settings(
             None,
             env={"OPENAI_API_KEY": FAKE_KEY},
@@ -155,24 +158,26 @@ def test_sigkill_at_three_points_then_resume_equals_a_clean_run(tmp_path, inputs
             ]
             assert again == [], f"{len(again)} results already in the cache were requested again"
 
+        preflight_hang_guard(tmp_path)  # the children's ./config.yaml
         args = digest_at.child(server.base_url, path, "--concurrency", CONCURRENCY)
-        proc = start(args, tmp_path)
         previous = None
         left_tmp: list[bool] = []
         for kill_at in (total // 10, total // 2, total * 9 // 10):
+            budget.reopen(kill_at - cache_lines(cache_dir))  # the dead run's requests end too
+            proc = start(args, tmp_path)  # the first run, then each resume: the same command
             wait_for_lines(proc, cache_dir, kill_at)
             proc.send_signal(signal.SIGKILL)
-            proc.wait(10)
+            proc.wait(HANG_S)
             assert proc.returncode == -signal.SIGKILL
             # Killed while report.html was being written: its temporary file is left ...
             left_tmp.append(bool(list(run_dir.glob(".report.html.*.tmp"))))
-            time.sleep(0.1)  # let the server count anything the dead process had sent
             if previous is not None:
                 assert_not_asked_again(*previous)
             previous = (cached_keys(cache_dir), Counter(server.stats()["by_key"]))
-            assert sum(map(len, previous[0].values())) >= kill_at
-            proc = start(args, tmp_path)  # resume: the same command
-        out, err = proc.communicate(timeout=60)
+            assert sum(map(len, previous[0].values())) == kill_at
+        budget.reopen(None)
+        proc = start(args, tmp_path)
+        out, err = proc.communicate(timeout=HANG_S)
         assert proc.returncode == 0, err
         assert_not_asked_again(*previous)
         requests = server.stats()["requests"] - clean_requests
@@ -194,30 +199,27 @@ def test_sigint_stops_without_waiting_for_stalls_flushes_and_says_how_to_resume(
     tmp_path, inputs, start, digest_at
 ):
     path, _ = inputs
-    # Some requests stall for 30 s on the server: Ctrl-C must not wait for them.
-    config = ServerConfig(latency=0.02, faults={"stall": 0.2}, stall_s=30.0, seed=4)
+    # Some requests stall on the server until the test ends, and the client's timeout_s is
+    # an hour: a stop that waited for them would never come. Ctrl-C must not wait.
+    config = ServerConfig(faults={"stall": 0.2}, stall_s=30.0, seed=4)  # `sleep`: stalls only
+    endless = tmp_path / "config.yaml"
+    endless.write_text("timeout_s: 3600\n", encoding="utf-8")
+    preflight_hang_guard(tmp_path)
     cache_dir, run_dir = tmp_path / "cache", tmp_path / "run"
-    with OpenAIServer(config, answer_fn=answer) as server:
-        proc = start(digest_at.child(server.base_url, path, "--concurrency", 16), tmp_path)
+    stalls = Gate()
+    with OpenAIServer(config, answer_fn=answer, sleep=stalls) as server:
+        args = digest_at.child(server.base_url, path, "--concurrency", 16, "--config", endless)
+        proc = start(args, tmp_path)
         wait_for_lines(proc, cache_dir, 20)
-        deadline = time.monotonic() + 10
-        while server.stats()["faults"].get("stall", 0) < 2:  # at least two requests hanging
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        # at least two requests hanging
+        wait_until(lambda: server.stats()["faults"].get("stall", 0) >= 2, "two stalls")
         proc.send_signal(signal.SIGINT)
-        # Bounded by the stall, not by the clock: a stop that waited for a stalled request
-        # would take about stall_s (the client's timeout_s is longer), so a third of it is
-        # far beyond a prompt stop even on a busy machine.
         try:
-            out, err = proc.communicate(timeout=config.stall_s / 3)
+            out, err = proc.communicate(timeout=HANG_S)
         except subprocess.TimeoutExpired:
-            pytest.fail(
-                f"still running {config.stall_s / 3:.0f}s after SIGINT: the stop waits for "
-                f"the requests stalled for {config.stall_s:.0f}s"
-            )
+            pytest.fail(f"still running {HANG_S:g}s after SIGINT: the stop waits for the stalls")
         cached_at_exit = cache_lines(cache_dir)
-        time.sleep(0.2)
-        assert cache_lines(cache_dir) == cached_at_exit  # nothing is still writing
+        stalls.open()
 
     assert proc.returncode == 130, err
     assert err.count("error:") == 1

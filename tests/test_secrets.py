@@ -20,6 +20,7 @@ import pytest
 from endpoint import DigestAt
 from samples import FAKE_KEY
 from synthetic import write_abstracts
+from timing import HANG_S, preflight_hang_guard
 
 from pipeline.logs import REDACTED, RedactSecrets, setup_logging
 from pipeline.testing.openai_server import OpenAIServer, ServerConfig
@@ -60,9 +61,10 @@ def digest_vv(
         out=run_dir, cache=cache_dir,
     )  # fmt: skip
     env = {**os.environ, **(env if env is not None else {"OPENAI_API_KEY": KEY})}
+    preflight_hang_guard(tmp_path)  # ./config.yaml of the child, or the one it is given
     with log.open("w", encoding="utf-8") as stderr:
         proc = subprocess.run(
-            args, cwd=tmp_path, env=env, stdout=stderr, stderr=stderr, timeout=60, check=False
+            args, cwd=tmp_path, env=env, stdout=stderr, stderr=stderr, timeout=HANG_S, check=False
         )
     return proc.returncode, log
 

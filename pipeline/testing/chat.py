@@ -27,6 +27,13 @@ def request_key(stage: str, abstract: str) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+def body_key(body: Any) -> str:
+    """The server's key (``request_key``) of a chat-completions body, as a client can compute
+    it from what it sends; ValueError when the body is not one the server can answer."""
+    chat = plain_chat(body) or parse_chat(body)
+    return request_key(chat.stage, chat.abstract)
+
+
 def estimate_tokens(chars: int) -> int:
     """Token estimate of a text length: ~4 characters per token."""
     return (chars + 3) // 4

@@ -54,6 +54,7 @@ class Response:
     content_type: str = "application/json"
     trickle_s: float | None = None  # send the body one byte per this many seconds
     body_path: Path | None = None  # the body is this file's bytes, sent in chunks (big files)
+    held: Callable[[], None] | None = None  # called once a trickle's first body bytes are out
 
     @property
     def length(self) -> int:

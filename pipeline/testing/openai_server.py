@@ -41,6 +41,18 @@ Semantics worth knowing (see ``bench/README.md`` for running it by hand):
   counted under the stage ``embeddings``; no faults or limits apply to it.
 - A chat request with no stage marker, no schema and no abstract (a client's connectivity
   probe) is answered ``PLAIN_ANSWER`` and counted under the stage ``chat``.
+
+For tests that must not depend on how busy the machine is, three hooks replace the clock
+(``OpenAIServer(..., hold=, held=, sleep=)``):
+
+- ``hold(stage, abstract)`` may return a ``threading.Event``: the request waits for it inside
+  its concurrency slot (counted in ``in_flight`` and ``active``) before it is answered. A
+  gate that orders requests explicitly, where a latency would only make an order likely.
+- ``held(key)`` is called (on the server's thread) once the server holds a request the
+  client can only end with its own timeout: a stall as it starts, a trickle once its head
+  and first body bytes are out. A test can end the client's bound on that event instead
+  of waiting for the clock.
+- ``sleep`` (default ``asyncio.sleep``) is what latencies and stalls wait with.
 """
 
 from __future__ import annotations
@@ -49,13 +61,14 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import functools
 import hashlib
 import json
 import threading
 import time
 from array import array
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,6 +109,9 @@ from pipeline.testing.http import (
 from pipeline.testing.ratelimit import RateLimiter
 
 HOST = "127.0.0.1"
+# A trickle counts as held (the `held` hook) once this many body bytes are out: the client
+# is reading a body that keeps coming, so only a bound on the whole request can end it.
+HELD_AFTER_BYTES = 2
 MODELS_MODES = ("ok", "missing", "html", "wrong_shape", "forbidden", "no_model_scope")
 _MAX_REQUESTS_PER_CONN = 1_000_000
 _FILE_CHUNK = 1 << 20  # bytes per write of a body sent from a file
@@ -210,9 +226,18 @@ class _Stats:
 class OpenAIServer:
     """An OpenAI-compatible chat-completions server on 127.0.0.1 in a background thread."""
 
-    def __init__(self, config: ServerConfig | None = None, answer_fn: AnswerFn | None = None):
+    def __init__(
+        self,
+        config: ServerConfig | None = None,
+        answer_fn: AnswerFn | None = None,
+        *,
+        hold: Callable[[str, str], threading.Event | None] | None = None,
+        held: Callable[[str], None] | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ):
         self.config = config or ServerConfig()
         self._answer_fn = answer_fn
+        self._hold, self._held, self._sleep = hold, held, sleep
         self._stats = _Stats()
         self._limiter = RateLimiter(self.config.rpm, self.config.tpm)
         self._memo: dict[str, tuple[dict[str, Any], str]] = {}
@@ -235,8 +260,11 @@ class OpenAIServer:
             raise RuntimeError("server not started")
         return f"http://{HOST}:{self._port}/v1"
 
-    def start(self, timeout_s: float = 10.0) -> str:
-        """Bind a port, serve in a background thread, and return the base URL."""
+    def start(self, timeout_s: float = 120.0) -> str:
+        """Bind a port, serve in a background thread, and return the base URL.
+
+        `timeout_s` only guards against a hang: it returns as soon as the port is bound,
+        which on a busy machine can take seconds."""
         if self._thread is not None:
             raise RuntimeError("server already started")
         if self._answer_fn is None:
@@ -249,7 +277,7 @@ class OpenAIServer:
             raise RuntimeError(f"server failed to start: {self._startup_error}")
         return self.base_url
 
-    def stop(self, timeout_s: float = 5.0) -> None:
+    def stop(self, timeout_s: float = 120.0) -> None:
         """Stop serving; in-flight (even stalled) requests are cancelled; idempotent."""
         loop, thread = self._loop, self._thread
         if loop is None or thread is None or not thread.is_alive():
@@ -377,6 +405,8 @@ class OpenAIServer:
             for i in range(len(response.body)):
                 writer.write(response.body[i : i + 1])
                 await writer.drain()
+                if i + 1 == HELD_AFTER_BYTES and response.held is not None:
+                    response.held()
                 if i + 1 < len(response.body):
                     done, _ = await asyncio.wait({hung_up}, timeout=response.trickle_s)
                     if done:
@@ -536,7 +566,7 @@ class OpenAIServer:
             return self._rate_limited(chat, *limited)
         key = request_key(chat.stage, chat.abstract)
         attempt, fault = self._admit(key, chat)
-        await self._delay(fault, key, attempt)
+        await self._delay(fault, chat, key, attempt)
         if fault in ("429", "500", "503", *PERMANENT_FAULTS):
             return self._fault_error(fault)
         if chat.stage == PLAIN_CHAT and fault in CONTENT_FAULTS:
@@ -545,6 +575,8 @@ class OpenAIServer:
         response = self._completion(chat, key, attempt, prompt_tokens, *message)
         if fault == "trickle":
             response.trickle_s = self.config.trickle_s
+            if self._held is not None:
+                response.held = functools.partial(self._held, key)
         elif fault in MALFORMED_FAULTS:
             return malform(fault, response)
         return response
@@ -632,17 +664,22 @@ class OpenAIServer:
         # Not self-correcting: the draw is per key, so a faulted key stays faulted.
         return pick_fault(unit_draw(cfg.seed, key, "content"), cfg.faults, CONTENT_FAULTS)
 
-    async def _delay(self, fault: str | None, key: str, attempt: int) -> None:
+    async def _delay(self, fault: str | None, chat: ChatRequest, key: str, attempt: int) -> None:
         cfg = self.config
         if fault == "stall":
+            if self._held is not None:
+                self._held(key)
             # Outside the concurrency slot: a stalled request must not block the others.
-            await asyncio.sleep(cfg.stall_s)
+            await self._sleep(cfg.stall_s)
             raise Drop
+        gate = self._hold(chat.stage, chat.abstract) if self._hold is not None else None
         jitter = cfg.latency_jitter * (2 * unit_draw(cfg.seed, key, attempt, "latency") - 1)
         delay = max(0.0, cfg.latency + jitter)
         async with self._slot():
+            if gate is not None:
+                await _opened(gate)
             if delay > 0:
-                await asyncio.sleep(delay)
+                await self._sleep(delay)
         if fault == "drop":
             raise Drop
 
@@ -722,3 +759,9 @@ class OpenAIServer:
             "system_fingerprint": "fp_bench",
         }
         return json_response(200, payload, {"x-request-id": f"req_{digest[24:48]}"})
+
+
+async def _opened(gate: threading.Event) -> None:
+    """Wait for a gate another thread opens, without blocking the server's event loop."""
+    while not gate.is_set():
+        await asyncio.sleep(0.005)

@@ -152,7 +152,7 @@ class ReplayServer:
                 self._seen_prefixes.add(system)
         event = self.hold(call) if self.hold else None
         if event is not None:
-            event.wait(30)
+            event.wait(600)  # a safety net against a hang; the test opens it
         if self.latency:
             time.sleep(self.latency)
         try:
