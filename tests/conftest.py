@@ -91,8 +91,8 @@ SLOW: dict[str, set[str]] = {
 
 
 def is_slow(item: pytest.Item) -> bool:
-    """Listed in SLOW, or a browser test."""
-    if item.get_closest_marker("browser") is not None:
+    """Listed in SLOW, marked slow in its file, or a browser test."""
+    if item.get_closest_marker("browser") or item.get_closest_marker("slow"):
         return True
     listed = SLOW.get(item.path.name, set())
     name = getattr(item, "originalname", item.name)

@@ -22,3 +22,22 @@ def test_every_slow_entry_names_an_existing_test():
             if not re.search(rf"^(async )?def {re.escape(function)}\(", text, re.M):
                 stale.append(f"{file}::{name}")
     assert stale == []
+
+
+def test_a_test_marked_slow_in_its_own_file_is_slow():
+    from pathlib import Path
+
+    from conftest import is_slow
+
+    class Item:  # the parts of a pytest.Item that is_slow reads
+        path = Path("test_not_in_the_table.py")
+        name = originalname = "test_x"
+
+        def __init__(self, markers: set[str]) -> None:
+            self.markers = markers
+
+        def get_closest_marker(self, name: str) -> object | None:
+            return object() if name in self.markers else None
+
+    assert is_slow(Item({"slow"})) and is_slow(Item({"browser"}))
+    assert not is_slow(Item(set()))
