@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import itertools
 import random
+import re
 import shutil
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from click.testing import CliRunner
 from pipeline.assign import Reviewer, affinity, assign, load_reviewers, solve
 from pipeline.cli import main
 from pipeline.config import PACKAGE_PROMPTS_DIR
-from pipeline.errors import ConfigError, InputError
+from pipeline.errors import ConfigError
 from pipeline.taxonomy import load_taxonomy
 from pipeline.triage import Paper
 
@@ -164,16 +165,23 @@ def test_paper_with_too_few_eligible_reviewers_is_reported_and_the_rest_assigned
     assert len({r for p, r, _ in result.pairs if p == "p1"}) == 2
 
 
-def test_total_capacity_shortfall_is_a_clear_error():
+def test_a_capacity_shortfall_assigns_as_much_as_the_loads_allow_and_says_what_to_raise():
     papers = [_paper(f"p{i}", []) for i in range(5)]
     reviewers = [Reviewer(id=f"r{j}") for j in range(3)]
-    with pytest.raises(
-        InputError,
-        match=r"5 papers x 2 reviewers = 10 .* add up to 9; raise --max-load to at least 4",
-    ):
-        assign(papers, reviewers, per_paper=2, max_load=3)
-    with pytest.raises(InputError, match="only 3 reviewer"):
-        assign(papers, reviewers, per_paper=4, max_load=10)
+    result = assign(papers, reviewers, per_paper=2, max_load=3)
+    assert len(result.pairs) == 9  # every slot used, no pair twice
+    assert len({(p, r) for p, r, _ in result.pairs}) == 9
+    assert result.capacity_short is not None and re.search(
+        r"5 papers x 2 reviewers = 10 .* add up to 9; raise --max-load to at least 4",
+        result.capacity_short,
+    )
+    ((short,),) = [[u for u in result.uncovered]]
+    assert "load limits add up to less than the papers' demands" in short.reason
+    assert "it got 1 of 2" in short.reason
+    # more reviewers per paper than can take papers: each paper gets all it can
+    result = assign(papers, reviewers, per_paper=4, max_load=10)
+    assert len(result.pairs) == 15 and len(result.uncovered) == 5
+    assert "only 3 eligible reviewer(s), 4 needed" in result.uncovered[0].reason
 
 
 def test_competing_papers_hall_violation():
@@ -257,4 +265,5 @@ def test_cli_assign_reports_uncovered_with_exit_1_and_infeasible_with_exit_2(tmp
     res = CliRunner().invoke(
         main, ["assign", str(run), str(reviewers), "--per-paper", "2", "--max-load", "3"]
     )
-    assert res.exit_code == 2 and "not enough reviewing capacity" in res.stderr
+    assert res.exit_code == 1 and "not enough reviewing capacity" in res.stdout
+    assert "raise --max-load to at least" in res.stdout

@@ -94,6 +94,7 @@ class AssignmentResult:
     min_loads: dict[str, int] = field(default_factory=dict)
     scoring: str | None = None  # the mixing formula when outside scores or bids are used
     alternates: list[Alternate] = field(default_factory=list)
+    capacity_short: str | None = None  # the load limits fall short of the demands: what to raise
 
     @property
     def total_affinity(self) -> float:
@@ -314,8 +315,8 @@ def assign(
                 min_loads=left_min if left_min.any() else None,
             )
         forced_low = penalized is not None and bool(penalized[flow.chosen].any())
-        if (not flow.short and not forced_low) or k is None:
-            break
+        if (not flow.short and not forced_low) or k is None or flow.capacity_short:
+            break  # (short for want of capacity: more candidates cannot help)
         wider = k * 4
         if wider >= n_available:
             if len(papers) * n_available > MAX_ARCS:
@@ -370,12 +371,14 @@ def assign(
         if short in listed:
             continue
         among = "" if k is None else f" among its top {k} candidates"
+        why = (
+            "the reviewers' load limits add up to less than the papers' demands (see the summary)"
+            if flow.capacity_short
+            else f"its {eligible[short]} eligible reviewers are needed at full load by other "
+            f"papers{among}"
+        )
         uncovered.append(
-            Uncovered(
-                papers[short].id,
-                f"its {eligible[short]} eligible reviewers are needed at full load by other "
-                f"papers{among}; it got {got[short]} of {demand[short]}",
-            )
+            Uncovered(papers[short].id, f"{why}; it got {got[short]} of {demand[short]}")
         )
     for i, why in sorted(rule_short.items()):
         uncovered.append(Uncovered(papers[i].id, why))
@@ -409,6 +412,7 @@ def assign(
         dropped=fixed.dropped,
         min_loads={r.id: int(n) for r, n in zip(reviewers, min_loads, strict=True)},
         scoring=scorer.scoring.describe() if isinstance(scorer, MixedScorer) else None,
+        capacity_short=flow.capacity_short,
     )
     if controls.alternates:
         with _timed(timings, "alternates"):

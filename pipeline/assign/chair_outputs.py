@@ -109,6 +109,8 @@ def fairness_line(result: AssignmentResult) -> str:
 def chair_lines(result: AssignmentResult) -> list[str]:
     """The summary lines of the chair's features (only those that were used or matter)."""
     lines = [fairness_line(result)]
+    if result.capacity_short:
+        lines.append(result.capacity_short)
     fair = result.fairness
     if fair is not None:
         got: dict[str, int] = {}

@@ -151,6 +151,7 @@ class FlowResult:
     chosen: np.ndarray  # mask over the arcs
     uncovered: list[tuple[int, str]] = field(default_factory=list)  # (paper index, reason)
     short: list[int] = field(default_factory=list)  # papers left short by competition
+    capacity_short: str | None = None  # the load limits add up to less than the demands
 
 
 def solve_arcs(
@@ -172,17 +173,12 @@ def solve_arcs(
     than its demand; `own_load[j]` is True when reviewer j's load is their own max_load
     (reviewers.yaml), not --max-load (None: no one's). Papers with too few eligible
     reviewers are in `uncovered`, papers that lost the competition for them in `short`:
-    both keep the reviewers they could get.
+    both keep the reviewers they could get. When the loads add up to less than the demands,
+    as many as they allow are assigned and `capacity_short` says what to raise.
     """
     demand = np.broadcast_to(np.asarray(per_paper, dtype=np.int64), (n_papers,))
     if isinstance(per_paper, int) and per_paper < 1:
         raise InputError("--per-paper must be at least 1")
-    available = int((loads > 0).sum())
-    if isinstance(per_paper, int) and available < per_paper:
-        raise InputError(
-            f"{per_paper} reviewers per paper requested but only {available} reviewer(s) "
-            "can take papers; lower --per-paper or add reviewers"
-        )
     result = FlowResult(np.zeros(len(arcs), dtype=bool))
     few = eligible < demand
     result.uncovered = [(int(i), describe_few(int(i))) for i in np.flatnonzero(few)]
@@ -195,7 +191,8 @@ def solve_arcs(
             if isinstance(per_paper, int)
             else f"the demands of {len(coverable)} papers add up to {need} assignments"
         )
-        raise InputError(
+        # Assign as much as the loads allow; the papers left short say why.
+        result.capacity_short = (
             f"not enough reviewing capacity: {asked}, but the {len(loads)} reviewers' load "
             f"limits add up to {capacity}; {capacity_advice(need, loads, own_load)}"
         )
