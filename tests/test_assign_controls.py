@@ -90,6 +90,22 @@ def test_minimum_load_is_met_at_the_least_cost():
         controls=Controls(min_load=1),
     )
     assert floor.loads() == {"star": 3, "r1": 1} and ("p3", "r1") in pairs(floor)
+    # a reviewer's own min_load (reviewers.yaml) sets theirs, over --min-load
+    own = [Reviewer(id="star"), Reviewer(id="r1", min_load=2)]
+    mine = assign(
+        papers("p0", "p1", "p2", "p3"), own, per_paper=1, max_load=4, scoring=table(scores)
+    )
+    assert mine.loads() == {"star": 2, "r1": 2} and {("p3", "r1"), ("p2", "r1")} <= pairs(mine)
+    zero = [Reviewer(id="star"), Reviewer(id="r1", min_load=0)]
+    kept_free = assign(
+        papers("p0", "p1", "p2", "p3"),
+        zero,
+        per_paper=1,
+        max_load=4,
+        scoring=table(scores),
+        controls=Controls(min_load=1),
+    )
+    assert kept_free.loads() == {"star": 4, "r1": 0}
 
 
 def test_locked_pairs_are_assigned_forbidden_ones_never():

@@ -241,7 +241,13 @@ def assign(
     own_load = np.asarray([r.max_load is not None for r in reviewers], dtype=bool)
     p_index, r_index = PaperIndex(papers), ReviewerIndex(reviewers)
     demand = demands(controls.demand, p_index, len(papers), per_paper)
-    min_loads = np.minimum(np.full(len(reviewers), controls.min_load, np.int64), loads)
+    min_loads = np.minimum(
+        np.asarray(
+            [r.min_load if r.min_load is not None else controls.min_load for r in reviewers],
+            dtype=np.int64,
+        ),
+        loads,
+    )
     forbidden = _forbidden(papers, reviewers, conflicts)
     plan = plan_pairs(controls, p_index, r_index, conflicts, forbidden, loads, reviewers)
     forbidden, fixed = plan.forbidden, plan.fixed

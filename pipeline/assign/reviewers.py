@@ -17,6 +17,7 @@ reviewers:
     keywords: [sparse autoencoder, superposition]
     conflicts: [rJlnfaNYvB, "12", 83025b0b2ab87d39]
     max_load: 6
+    min_load: 2                # at least this many when it can be met (else --min-load)
     attributes: {seniority: senior, country: FR}   # any keys, for --require / --at-most
     papers:
       - {title: ..., abstract: ..., authors: [Amara Okafor, José Núñez], year: 2024}
@@ -95,6 +96,7 @@ class Reviewer(BaseModel):
     keywords: tuple[str, ...] = ()
     conflicts: frozenset[str] = frozenset()
     max_load: int | None = Field(default=None, ge=0, le=MAX_LOAD)
+    min_load: int | None = Field(default=None, ge=0, le=MAX_LOAD)  # else --min-load
     openreview_id: str | None = None
     emails: tuple[str, ...] = ()
     institutions: tuple[str, ...] = ()
