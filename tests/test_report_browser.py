@@ -649,8 +649,10 @@ def test_j_k_move_between_papers_and_o_opens_one(driver, agreement_runs):
     assert details.get_attribute("open") is None
     # typing in the search box is not navigation
     box = driver.find_element(By.ID, "q")
-    box.send_keys("jk")
-    assert box.get_attribute("value") == "jk" and current() == ids[1]
+    box.send_keys("jj")
+    # j twice as navigation would make ids[3] current; the search the text starts may
+    # re-render the list first (a busy machine), leaving no card current: either is fine
+    assert box.get_attribute("value") == "jj" and current() in (ids[1], None)
 
 
 @pytest.mark.parametrize("which", ["real", "odd"])
