@@ -71,33 +71,6 @@ def check_forum_url(template: str) -> str:
             f"contain {{id}}, {usage}"
         )
     return template
-    if not re.match(r"https?://", template) or "{id}" not in template:
-        raise InputError(
-            f"forum URL template {template!r} must start with http:// or https:// and "
-            "contain {id}, e.g. " + DEFAULT_FORUM_URL
-        )
-    try:
-        fields = [
-            (name, conversion, spec)
-            for _, name, spec, conversion in string.Formatter().parse(template)
-            if name is not None
-        ]
-    except ValueError as exc:  # a lone { or }
-        raise InputError(f"forum URL template {template!r}: {exc} (write {{{{ for a {{)") from exc
-    for name, conversion, spec in fields:
-        if name not in FORUM_FIELDS or conversion or spec:
-            bad = (
-                "{"
-                + name
-                + (f"!{conversion}" if conversion else "")
-                + (f":{spec}" if spec else "")
-                + "}"
-            )
-            raise InputError(
-                f"forum URL template {template!r}: {bad} is not a field; "
-                "only {id} and {number} are (write {{ and }} for literal braces)"
-            )
-    return template
 
 
 def forum_url(paper: Paper, template: str = DEFAULT_FORUM_URL) -> str | None:
