@@ -19,7 +19,6 @@ values compared case-insensitively).
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,14 @@ import numpy as np
 
 from pipeline.assign.conflicts import Conflict
 from pipeline.assign.reviewers import Reviewer
-from pipeline.assign.scores import PaperIndex, ReviewerIndex, Row, listing, resolve_rows
+from pipeline.assign.scores import (
+    PaperIndex,
+    ReviewerIndex,
+    Row,
+    listing,
+    read_csv_lines,
+    resolve_rows,
+)
 from pipeline.errors import ConfigError, InputError
 
 
@@ -103,11 +109,7 @@ class Controls:
 def read_demand(path: Path) -> tuple[Row, ...]:
     """CSV `paper_id,demand` (a header row is skipped); a demand is a whole number >= 0."""
     path = Path(path)
-    try:
-        with path.open(encoding="utf-8-sig", newline="") as fh:
-            lines = list(csv.reader(fh))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise InputError(f"cannot read demand file {path}: {exc}") from exc
+    lines = read_csv_lines(path, "demand file")
     out = []
     for n, cells in enumerate(lines, 1):
         cells = [c.strip() for c in cells]

@@ -90,14 +90,19 @@ class Scoring:
         return "score = " + (" + ".join(parts) if parts else "0")
 
 
+def read_csv_lines(path: Path, what: str) -> list[list[str]]:
+    """The rows of a chair's CSV file (UTF-8, a BOM allowed); an InputError naming `what`."""
+    try:
+        with Path(path).open(encoding="utf-8-sig", newline="") as fh:
+            return list(csv.reader(fh))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(f"cannot read {what} {path}: {exc}") from exc
+
+
 def read_rows(path: Path, what: str) -> list[Row]:
     """CSV rows `paper_id,reviewer_id,value` (a header row naming paper/reviewer is skipped)."""
     path = Path(path)
-    try:
-        with path.open(encoding="utf-8-sig", newline="") as fh:
-            lines = list(csv.reader(fh))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise InputError(f"cannot read {what} {path}: {exc}") from exc
+    lines = read_csv_lines(path, what)
     out: list[Row] = []
     for n, cells in enumerate(lines, 1):
         cells = [c.strip() for c in cells]
@@ -114,11 +119,7 @@ def read_rows(path: Path, what: str) -> list[Row]:
 def read_pairs(path: Path, what: str) -> list[Row]:
     """CSV rows `paper_id,reviewer_id` (more columns ignored; a header row is skipped)."""
     path = Path(path)
-    try:
-        with path.open(encoding="utf-8-sig", newline="") as fh:
-            lines = list(csv.reader(fh))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise InputError(f"cannot read {what} {path}: {exc}") from exc
+    lines = read_csv_lines(path, what)
     if not lines:
         return []
     header = [c.strip().lower() for c in lines[0]]
