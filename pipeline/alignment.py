@@ -13,18 +13,21 @@ that crosses a sentence end), and these edits are all that is allowed (the bound
 - a word split or joined ("classifi- cation" = "classification");
 - at most `MAX_CHANGED_WORDS` changed words, each a *variant* of the abstract's word (the
   same root: model/models, propose/proposed; another form of be, have or do: was/were; a
-  spelling variant: same first two letters, 5 letters or more, edit distance 1, or 2 from 8
+  preposition of the same sense: to/into; a spelling variant: same first two letters, 5 letters or more, edit distance 1, or 2 from 8
   letters on), or one word of the abstract left out ("applicable" for "even applicable");
-  a number, or a
-  polarity word ("not", "without", "better", "more", "outperforms", ...) other than by its
-  own root, is never changed or left out;
+  a number, or a polarity word ("not", "without", "better", "more", "outperforms", ...)
+  other than by its own root, is never changed or left out;
+- the "not only" of the abstract's "not only X but also Y" left out, or all of "not only X
+  but also" ("than many single-task networks" for "than not only a single large model but
+  also many single-task networks"): X and Y are both asserted, so each stands alone;
 - at most `MAX_ARTICLES` articles ("a", "an", "the") added or left out;
 - an elision ("...", "…", "[...]"): the text between two pieces of the quote is skipped,
   within one sentence, unless it holds a negation or a contrast ("not", "without", "but",
   "while", ...) outside parentheses;
 - a list item rebuilt from its sentence: at most `MAX_LIST_SKIPS` runs of the quote's own
   sentence skipped, each at most `MAX_LIST_RUN` words of list material (it starts with
-  "and"/"or" or touches a comma or semicolon, or is "respectively") holding no polarity word;
+  "and"/"or" or touches a comma or semicolon, or is "respectively") holding no polarity word
+  (one hyphenated to its neighbour, as in "few-shot", is part of a compound, not polarity);
 - a footnote marker: a 1-2 digit number glued to a word of the abstract ("0.6%1to") left out.
 
 Numbers must match exactly: every number of the quote aligns with the same number of the
@@ -51,6 +54,7 @@ MAX_FOOTNOTES = 2
 MAX_LEFT_OUT = 1  # words of the abstract a quote may leave out (beyond articles and lists)
 MIN_EXACT_SHARE = 0.6
 MIN_TOKENS = 4  # a shorter quote gets no tolerance at all
+MAX_CORRELATIVE = 12  # words between "not only" and "but also" that a quote may leave out
 
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+")
 _ELLIPSIS = re.compile(r"\s*(?:[\[(]\s*(?:\.\.\.+|\u2026)\s*[\])]|\.\.\.+|\u2026)\s*")
@@ -75,6 +79,7 @@ POLARITY = WORDS.polarity
 NEGATIONS = WORDS.negations
 _ABBREVIATION_ENDS = WORDS.abbreviation_ends
 _SUFFIXES = ("ing", "ed", "es", "s", "ly", "e")
+_HYPHENS = frozenset("-\u2010\u2011")
 _SENTENCE_GAP = re.compile(r"[.!?][\"')\]]*\s")
 
 
@@ -85,6 +90,7 @@ class _Tokens:
     ends: tuple[int, ...]
     comma_before: tuple[bool, ...]  # a comma or semicolon in the gap before the token
     glued_before: tuple[bool, ...]  # no gap at all before the token
+    hyphen_before: tuple[bool, ...]  # the gap before the token is a hyphen ("few-shot")
     sentence: tuple[int, ...]  # sentence number of each token
     in_parens: tuple[bool, ...]  # inside ( ... )
 
@@ -96,6 +102,7 @@ def _tokenize(text: str) -> _Tokens:
     ends: list[int] = []
     comma: list[bool] = []
     glued: list[bool] = []
+    hyphen: list[bool] = []
     sentence: list[int] = []
     parens: list[bool] = []
     depth = 0
@@ -112,6 +119,7 @@ def _tokenize(text: str) -> _Tokens:
         ):
             number += 1
         glued.append(bool(keys) and not gap)
+        hyphen.append(bool(keys) and gap in _HYPHENS)
         keys.append(word.lower().replace(",", "") if word[0].isdigit() else word.lower())
         starts.append(folded.starts[m.start()])
         ends.append(folded.ends[m.end() - 1])
@@ -126,6 +134,7 @@ def _tokenize(text: str) -> _Tokens:
         tuple(ends),
         tuple(comma),
         tuple(glued),
+        tuple(hyphen),
         tuple(sentence),
         tuple(parens),
     )
@@ -317,6 +326,9 @@ def _steps(
             skipped(j + 1, cost.add(articles=1))
         elif started and a.isalpha() and a not in POLARITY and a not in NEGATIONS:
             skipped(j + 1, cost.add(changed=1, left_out=1))  # "is even applicable"
+        if started:
+            for end in _correlative_ends(text, j, hi):
+                skipped(end, cost.add(skips=1))
         if started and _is_footnote(text, j):
             skipped(j + 1, cost.add(footnotes=1))
         if started and text.sentence[j - 1] == text.sentence[j]:
@@ -337,6 +349,20 @@ def _steps(
         table.offer(i + 1, j, (c, exact, first, last))
 
 
+def _correlative_ends(text: _Tokens, j: int, hi: int) -> tuple[int, ...]:
+    """Where a quote may go on after leaving out the "not only" (or "not only X but also")
+    that starts at token j."""
+    keys = text.keys
+    if keys[j] != "not" or j + 1 >= hi or keys[j + 1] != "only":
+        return ()
+    for k in range(j + 2, min(hi - 1, j + 2 + MAX_CORRELATIVE + 1)):
+        if text.sentence[k] != text.sentence[j] or keys[k] in NEGATIONS and keys[k] != "but":
+            break
+        if keys[k] == "but" and keys[k + 1] == "also":
+            return (j + 2, k + 2)
+    return (j + 2,)  # "not only X" asserts X
+
+
 def _is_footnote(text: _Tokens, j: int) -> bool:
     key = text.keys[j]
     if not (key.isdigit() and len(key) <= 2):
@@ -347,7 +373,12 @@ def _is_footnote(text: _Tokens, j: int) -> bool:
 
 def _is_list_run(text: _Tokens, j: int, k: int) -> bool:
     run = text.keys[j:k]
-    if any(w in POLARITY for w in run):
+    if any(
+        w in POLARITY
+        and not (text.hyphen_before[p + 1] if p + 1 < k else False)
+        and not text.hyphen_before[p]
+        for p, w in enumerate(run, start=j)
+    ):
         return False
     if run == ("respectively",):
         return True

@@ -25,6 +25,7 @@ Everything a reader sees is checked against the abstract (pipeline/stages/ calls
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -340,6 +341,8 @@ def foreign_numbers(text: str, allowed: frozenset[str] | set[str]) -> list[str]:
 _DIGITS = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 _DIGIT_WORD = re.compile(r"\S*\d\S*")  # a whitespace-separated word with a digit
 _ANY_DIGIT = re.compile(r"\d")
+# "2D", "3-D", "3D-CNN": a dimension is a name (see ABBREVIATIONS), not a quantity
+_DIMENSION = re.compile(r"[1-4]-?[dD](?![^\W_])")
 _LETTER = re.compile(r"[^\W\d_]")
 
 
@@ -356,6 +359,10 @@ def numbers_and_names(text: str) -> tuple[list[str], list[str]]:
     names: list[str] = []
     for found in _DIGIT_WORD.finditer(folded):
         core = found.group(0).strip(".,;:!?()[]{}\"'")
+        if _DIMENSION.match(core):
+            if core not in names:
+                names.append(core)
+            continue
         for m in _DIGITS.finditer(core):
             before = core[: m.start()]
             if _LETTER.search(before):
@@ -428,6 +435,8 @@ def unstated_superiority(statement: str, evidence: str) -> str | None:
     return claimed
 
 
+_NEGATORS = frozenset(("not", "never", "no"))
+_NEGATIVE_PREFIXES = frozenset(("un", "in", "im", "ir", "il", "non", "non-"))
 # Any word that may stem like an antonym: statements without one need no stemming.
 _ANTONYM_HINT = re.compile(
     "|".join(sorted({w[:4] for pair in ANTONYMS for w in pair}, key=len, reverse=True)), re.I
@@ -436,16 +445,23 @@ _ANTONYM_HINT = re.compile(
 
 def contradictions(statement: str, evidence: str) -> list[str]:
     """Where a statement says the opposite of its evidence: an antonym of a word the evidence
-    uses (and the statement does not). A dropped negation is not caught: statements say
-    "keeps accuracy" for "without decreasing accuracy" too often."""
+    uses (and the statement does not), unless the statement's word is the evidence's with a
+    negative prefix and the evidence negates it ("unseen" for "not seen"). A dropped negation is not caught: statements say "keeps accuracy" for
+    "without decreasing accuracy" too often."""
     if not _ANTONYM_HINT.search(statement):
         return []
     prefixes = _antonym_prefixes()
     said = {lemma(t) for t in tokens(statement) if t[:4] in prefixes}
-    shown = {lemma(t) for t in tokens(evidence) if t[:4] in prefixes}
+    shown_tokens = tokens(evidence)
+    shown = {lemma(t) for t in shown_tokens if t[:4] in prefixes}
+    negated = {
+        lemma(after) for before, after in itertools.pairwise(shown_tokens) if before in _NEGATORS
+    }
     out = []
     for x, y, lx, ly in _antonym_lemmas():
         if lx in said and ly in shown and lx not in shown and ly not in said:
+            if ly in negated and x.endswith(y) and x[: -len(y)] in _NEGATIVE_PREFIXES:
+                continue
             out.append(f"{x!r} where its evidence says {y!r}")
     return out
 

@@ -90,3 +90,49 @@ def test_no_changed_quote_of_the_shipped_claims_is_let_through():
                 tried += 1
                 through += quote_mutations.let_through(abstract, quote)
     assert tried > 1000 and through == 0
+
+
+CORRELATIVE = (
+    "Our framework can produce better accuracy using less inference time than not only a "
+    "single large multi-task neural network but also many single-task networks. The results "
+    "demonstrate the effectiveness of STL for realistic lifelong and few-shot learning "
+    "settings. We apply the algorithms into training neural network with batch normalization."
+)
+
+
+@pytest.mark.parametrize(
+    ("quote", "stored_start", "stored_end"),
+    [
+        # all of "not only X but also" left out, or only its "not only"
+        ("can produce better accuracy using less inference time than many single-task networks",
+         "can produce", "many single-task networks"),
+        ("better accuracy using less inference time than a single large multi-task neural network",
+         "better accuracy", "multi-task neural network"),
+        # a list item whose polarity word is half of a hyphenated compound ("few-shot")
+        ("demonstrate the effectiveness of STL for realistic lifelong learning settings",
+         "demonstrate", "learning settings"),
+        # a preposition of the same sense, and a plural
+        ("We apply the algorithms to training neural networks with batch normalization",
+         "We apply", "batch normalization"),
+    ],
+)  # fmt: skip
+def test_correlatives_compounds_and_prepositions_are_tolerated(quote, stored_start, stored_end):
+    span = align(CORRELATIVE, quote)
+    assert span is not None, quote
+    stored = CORRELATIVE[span[0] : span[1]]
+    assert stored.startswith(stored_start) and stored.endswith(stored_end), stored
+
+
+@pytest.mark.parametrize(
+    "quote",
+    [
+        # "not" alone left out of the correlative: "only" would be a new claim
+        "better accuracy using less inference time than only a single large multi-task network",
+        # a list item holding a free-standing polarity word is never skipped
+        "demonstrate the effectiveness of STL for lifelong learning with fewer settings",
+        # "into" is no variant of "from"
+        "We apply the algorithms from training neural network with batch normalization",
+    ],
+)
+def test_the_new_tolerances_do_not_reach_further(quote):
+    assert align(CORRELATIVE, quote) is None

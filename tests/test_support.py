@@ -16,6 +16,7 @@ from pipeline.support import (
     foreign_numbers,
     name_supported,
     name_tokens,
+    numbers_and_names,
     statement_problems,
     supported_tags,
     unstated_superiority,
@@ -96,8 +97,24 @@ def test_statement_quantities_come_from_the_evidence_or_its_sentence():
     ) == ["'ImageNet', which the abstract does not name"]
 
 
+def test_a_dimension_is_a_name_the_abstract_may_write_in_words():
+    abstract = "We train two-dimensional hierarchical TNs. This approach overcomes scalability."
+    evidence = "This approach overcomes scalability"
+    assert statement_problems("The 2D approach overcomes scalability.", evidence, abstract) == []
+    assert statement_problems("The 2-D approach overcomes scalability.", evidence, abstract) == []
+    assert statement_problems("The 3D approach overcomes scalability.", evidence, abstract) == [
+        "'3D', which its evidence does not hold",
+        "'3D', which the abstract does not name",
+    ]
+    assert numbers_and_names("a 3D-CNN of 3 layers") == (["3"], ["3D-CNN"])
+
+
 def test_a_statement_may_not_contradict_or_overstate_its_evidence():
     assert contradictions("VINS is slower than prior methods.", "is 2.1x faster than prior methods")
+    # the negative prefix of what the evidence negates agrees with it; a free antonym does not
+    assert not contradictions("dynamics unseen in training", "dynamics not seen in training")
+    assert contradictions("dynamics unseen in training", "dynamics seen in training")
+    assert contradictions("accuracy increases", "accuracy does not decrease")
     assert not contradictions("VINS is faster.", "is 2.1x faster than prior methods")
     assert (
         unstated_superiority("The parser outperforms BERT.", "are competitive with BERT")
