@@ -13,7 +13,7 @@ that crosses a sentence end), and these edits are all that is allowed (the bound
 - a word split or joined ("classifi- cation" = "classification");
 - at most `MAX_CHANGED_WORDS` changed words, each a *variant* of the abstract's word (the
   same root: model/models, propose/proposed; another form of be, have or do: was/were; a
-  preposition of the same sense: to/into; a spelling variant: same first two letters, 5 letters or more, edit distance 1, or 2 from 8
+  preposition or comparative of the same sense: to/into, less/fewer; a spelling variant: same first two letters, 5 letters or more, edit distance 1, or 2 from 8
   letters on), or one word of the abstract left out ("applicable" for "even applicable");
   a number, or a polarity word ("not", "without", "better", "more", "outperforms", ...)
   other than by its own root, is never changed or left out;
@@ -160,10 +160,10 @@ def is_variant(quoted: str, original: str) -> bool:
         return False  # numbers never change
     if _root(quoted) == _root(original):
         return True
-    if quoted in POLARITY or original in POLARITY:
-        return False
     if any(quoted in forms and original in forms for forms in _FORMS):
         return True
+    if quoted in POLARITY or original in POLARITY:
+        return False
     shorter = min(len(quoted), len(original))
     allowed = 2 if shorter >= 8 else 1  # "behaviour"/"behavior"; never "while"/"which"
     return (

@@ -373,6 +373,36 @@ def numbers_and_names(text: str) -> tuple[list[str], list[str]]:
     return quantities, names
 
 
+_NUMBER = r"\d+(?:\.\d+)?"
+_PERCENT_UNIT = r"\s*(?:%|percent\b|per\s*cent\b)"
+_PERCENT = re.compile(rf"({_NUMBER}){_PERCENT_UNIT}", re.I)
+# the abstract's percentages, both ends of a range included ("5-10%", "5 to 10 percent")
+_PERCENT_RANGE = re.compile(
+    rf"({_NUMBER})(?:\s*(?:-|\u2013|to)\s*({_NUMBER}))?{_PERCENT_UNIT}", re.I
+)
+
+
+def ungrounded_quantities(text: str, abstract: str) -> list[str]:
+    """Quantities of `text` (a TL;DR) the abstract does not state as quantities: a number the
+    abstract writes only inside a name ("100" of "CIFAR100") is none, and a percentage must
+    be a percentage of the abstract ("1%" is not "1/128")."""
+    quantities, _names = numbers_and_names(text)
+    have_quantities, have_percents = _abstract_quantities(abstract)
+    out = [q for q in quantities if q not in have_quantities]
+    out += [f"{m.group(1)}%" for m in _PERCENT.finditer(text) if m.group(1) not in have_percents]
+    return list(dict.fromkeys(out))
+
+
+@lru_cache(maxsize=64)
+def _abstract_quantities(abstract: str) -> tuple[frozenset[str], frozenset[str]]:
+    plain = unmarked(abstract) if _MARKUP.search(abstract) else abstract
+    quantities = set(numbers_and_names(plain)[0])
+    said = set(re.findall(r"[a-z]+", plain.lower()))
+    quantities |= {value for word, value in NUMBER_WORDS.items() if word in said}
+    percents = {n for m in _PERCENT_RANGE.finditer(plain) for n in m.groups() if n is not None}
+    return frozenset(quantities), frozenset(percents)
+
+
 # Numbers written as words: a statement's "three APIs" needs "three" or "3" in its evidence.
 NUMBER_WORDS = {word: str(value) for word, value in WORDS.number_words.items()}
 

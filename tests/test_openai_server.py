@@ -546,6 +546,10 @@ def test_trickle_sends_headers_at_once_then_one_byte_per_interval(make_server):
     server = make_server(script=["trickle", "trickle"], trickle_s=0.05)
     with socket.create_connection(("127.0.0.1", _port(server)), timeout=HANG_S) as sock:
         payload = json.dumps(chat_body()).encode()
+        # Timed from before the request: the server cannot send the fifth byte of the body
+        # sooner than 4 gaps after it, however late this reader gets to its socket (timing
+        # from the first byte read would shrink whenever a busy machine delays the reader).
+        started = time.monotonic()
         sock.sendall(
             b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
             + f"content-length: {len(payload)}\r\n\r\n".encode()
@@ -555,7 +559,6 @@ def test_trickle_sends_headers_at_once_then_one_byte_per_interval(make_server):
         while b"\r\n\r\n" not in head:
             head += sock.recv(1)
         assert head.startswith(b"HTTP/1.1 200") and b"content-length:" in head
-        started = time.monotonic()
         received = b"".join(sock.recv(1) for _ in range(5))
         assert time.monotonic() - started >= 4 * 0.05  # one byte per trickle_s: 4 gaps at least
         assert received == b'{"id"'

@@ -17,7 +17,13 @@ from pipeline.errors import ConfigError, OutputValidationError
 from pipeline.schemas import GroundingError, context_abstract
 from pipeline.spans import locate
 from pipeline.stages.base import Shaped, StageSpec
-from pipeline.support import abstract_index, foreign_numbers, name_supported, statement_problems
+from pipeline.support import (
+    NUMBER_WORDS,
+    abstract_index,
+    foreign_numbers,
+    name_supported,
+    statement_problems,
+)
 from pipeline.taxonomy import Taxonomy
 from pipeline.text import canonical_number, normalize_ws, numbers_in
 
@@ -140,8 +146,11 @@ def _has_words(text: str, words: str) -> bool:
 
 
 def _has_number(text: str, number: str) -> bool:
-    """`number` (canonical) is written in `text`, also glued to a word ("attains76.8%")."""
+    """`number` (canonical) is written in `text`, also glued to a word ("attains76.8%"), or
+    in words ("two times" holds 2)."""
     if number in numbers_in(text):
+        return True
+    if any(NUMBER_WORDS.get(w) == number for w in re.findall(r"[a-z]+", text.lower())):
         return True
     digits = text.replace(",", "")
     return re.search(rf"(?<![\d.]){re.escape(number)}(?!\d|\.\d)", digits) is not None

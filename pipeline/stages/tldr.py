@@ -11,7 +11,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from pipeline.errors import OutputValidationError
 from pipeline.schemas import GroundingError, context_abstract
 from pipeline.stages.base import Shaped, StageSpec
-from pipeline.support import abstract_index, foreign_numbers, name_supported, name_tokens
+from pipeline.support import (
+    abstract_index,
+    foreign_numbers,
+    name_supported,
+    name_tokens,
+    ungrounded_quantities,
+)
 from pipeline.taxonomy import Taxonomy
 from pipeline.text import (
     NUMBER_RE,
@@ -70,6 +76,10 @@ class TldrOutput(BaseModel):
                 raise GroundingError(
                     f"tldr contains numbers not in the abstract: {', '.join(foreign)}"
                 )
+        if _DIGIT.search(value) and (foreign := ungrounded_quantities(value, abstract)):
+            raise GroundingError(
+                f"tldr contains numbers the abstract does not state: {', '.join(foreign)}"
+            )
         unknown = [n for n in name_tokens(value) if not name_supported(n, abstract)]
         if unknown:
             names = ", ".join(repr(n) for n in dict.fromkeys(unknown))

@@ -379,7 +379,8 @@ def score(entries: list[Entry], run_dir: Path) -> Tally:
             for j, c in enumerate(out_claims):
                 if j in used or not _overlap(span, tuple(c["span"])):
                     continue
-                if want is not None and canonical_number(str(c.get("value") or "")) != want:
+                # a range ("3-21") holds the labelled number as one of its ends
+                if want is not None and want not in numbers_in(str(c.get("value") or "")):
                     continue
                 used.add(j)
                 tally.add(m, "faithful_claims_kept")
