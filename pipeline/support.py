@@ -409,11 +409,12 @@ NUMBER_WORDS = {word: str(value) for word, value in WORDS.number_words.items()}
 
 def ungrounded_numbers(text: str, evidence: str, abstract: str) -> list[str]:
     """What of the numbers in `text` (a claim's statement) is not grounded: each quantity
-    in digits must be a number of `evidence`, each named number ("CIFAR-10") a name of the
+    in digits must be a number of `evidence` (in digits or words: "two times" holds 2), each named number ("CIFAR-10") a name of the
     abstract, each number in words ("three") a number of the abstract."""
     quantities, names = numbers_and_names(text)
     have_q, have_n = numbers_and_names(evidence)
     known = set(have_q) | {m.group(0).replace(",", "") for n in have_n for m in _DIGITS.finditer(n)}
+    known |= {NUMBER_WORDS[w] for w in re.findall(r"[a-z]+", evidence.lower()) if w in NUMBER_WORDS}
     out = [q for q in quantities if q not in known]
     out += [n for n in names if not name_supported(n, abstract)]
     # A number in words is often a reference ("none of the three claims"): it may stand
@@ -577,6 +578,8 @@ def name_tokens(sentence: str) -> list[str]:
             continue  # a lowercase word without digits is no name: the common case
         if not any(ch.isalpha() for ch in word):
             continue
+        if word[0].isdigit() and not numbers_and_names(word)[1]:
+            continue  # a quantity with its unit ("2x", "10k", "5-way"): checked as a number
         parts = word.split("-")
         if len(parts) > 1 and not any(p.isdigit() for p in parts):
             # "GAN-generated", "VINS-initialized": the name is the name-like part

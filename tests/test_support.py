@@ -19,6 +19,7 @@ from pipeline.support import (
     numbers_and_names,
     statement_problems,
     supported_tags,
+    ungrounded_quantities,
     unstated_superiority,
 )
 from pipeline.taxonomy import load_taxonomy
@@ -181,10 +182,43 @@ def test_a_tldr_naming_what_the_abstract_lacks_is_rejected(stages):
         ('{"tldr": "VINS beats ResNet-50 and BERT on GLUE by 3.5%."}', "'GLUE'"),
         ('{"tldr": "VINS beats ResNet-50 by 37% on CIFAR10."}', "numbers not in the abstract: 37"),
         ('{"tldr": "VINS reaches ⁹⁹·⁹% accuracy on CIFAR10."}', "numbers not in the abstract"),
+        # the abstract's 100 is only the digits of a name (CIFAR-100), its 10 a count
+        ('{"tldr": "VINS is 100 times faster."}', "numbers the abstract does not state: 100"),
+        ('{"tldr": "VINS beats ResNet-50 by 10% on MNIST."}', "does not state: 10%"),
     ]:
         with pytest.raises(OutputValidationError, match=says) as info:
             stages["tldr"].parse(bad, ABSTRACT)
         assert info.value.kind == "ungrounded"
+
+
+def test_tldr_quantities_are_the_abstracts_quantities_and_percentages():
+    abstract = "It prunes to 1/128 of the filters of a CIFAR100 model with a 5-10% drop, two times."
+    assert ungrounded_quantities("pruned to 1/128 with a 5% to 10% drop, 2x faster", abstract) == []
+    assert ungrounded_quantities("under 1% drop", abstract) == ["1%"]
+    assert ungrounded_quantities("100 times smaller", abstract) == ["100"]
+    assert ungrounded_quantities("45% better", "reaches $45\\%$ accuracy") == []
+
+
+def test_a_value_may_be_the_evidence_number_written_in_words(stages):
+    abstract = "Training is two times faster than GCPN, and uses fewer FLOPs than ResNet-50."
+    answer = {
+        "statement": "Training is 2x faster than GCPN.",
+        "kind": "quantitative",
+        "metric": "training speed",
+        "value": "2",
+        "unit": "x",
+        "dataset": None,
+        "comparison": "GCPN",
+        "evidence": "Training is two times faster than GCPN",
+    }
+    less = {**answer, "statement": "It uses fewer FLOPs.", "value": None, "kind": "qualitative",
+            "unit": None, "metric": None, "comparison": None,
+            "evidence": "and uses less FLOPs than ResNet-50"}  # fmt: skip
+    parsed = stages["claims"].accept(json.dumps({"claims": [answer, less]}), abstract)
+    assert [c["value"] for c in parsed.output["claims"]] == ["2", None]
+    assert parsed.output["claims"][1]["evidence"] == "and uses fewer FLOPs than ResNet-50"
+    with pytest.raises(OutputValidationError, match="value '3' does not occur in its evidence"):
+        stages["claims"].accept(json.dumps({"claims": [{**answer, "value": "3"}]}), abstract)
 
 
 def test_keywords_the_abstract_lacks_and_unsupported_tags_are_dropped_with_records(stages):
