@@ -149,7 +149,8 @@ class CompliantModel:
         data = lenient(previous)
         text = str(data.get("tldr") if isinstance(data, dict) else data)
         text = re.sub(r"^\s*TL;?DR:\s*", "", text, flags=re.I)
-        for number in re.findall(r"numbers not in the abstract: ([^\n]+)", followup):
+        said = r"numbers (?:not in the abstract|the abstract does not state): ([^\n]+)"
+        for number in re.findall(said, followup):
             for n in number.split(", "):
                 words = text.split()
                 text = " ".join(w for w in words if n.strip() not in w.replace(",", ""))
