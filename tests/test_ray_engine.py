@@ -25,6 +25,7 @@ from timing import HANG_S, preflight_hang_guard, wait_until
 
 from pipeline.cli import main
 from pipeline.config import load_settings
+from pipeline.engine.ray_engine import WORKER_NICENESS
 from pipeline.errors import FatalBackendError
 from pipeline.testing.answers import offline_answer_fn
 from pipeline.testing.openai_server import OpenAIServer, ServerConfig
@@ -59,6 +60,7 @@ def local_ray():
         include_dashboard=False,
         object_store_memory=200 * 1024 * 1024,
         log_to_driver=False,
+        _system_config={"worker_niceness": WORKER_NICENESS},  # as the engine's own start
     )
     yield ray
     ray.shutdown()
@@ -538,3 +540,24 @@ def test_actors_reading_other_prompts_stop_the_run_before_any_answer_is_cached()
     other = {"pid": 7, "prompts": {"tldr": "h1", "tags": "edited"}}
     with pytest.raises(ConfigError, match="process 7 reads other prompts for tags"):
         check_prompts([same, other], stages)  # type: ignore[arg-type]
+
+
+@needs_ray
+def test_a_local_instance_runs_its_workers_at_normal_priority(monkeypatch):
+    """Ray starts workers at nice 15 unless told otherwise: beside any CPU-bound work the
+    actors starved (4 minutes to import the SDK beside 8 busy processes)."""
+    import ray
+
+    import pipeline.engine.ray_engine as ray_engine
+
+    calls: list[dict] = []
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", lambda **kw: calls.append(kw))
+    assert ray_engine.connect(settings_for_connect()) is ray
+    assert calls[0]["address"] == "local"
+    assert calls[0]["_system_config"] == {"worker_niceness": 0} and WORKER_NICENESS == 0
+
+
+def settings_for_connect():
+    return load_settings(None, env={}, overrides={"provider": "offline"})

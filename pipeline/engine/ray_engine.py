@@ -386,6 +386,9 @@ def pending_pairs(
     return pending
 
 
+WORKER_NICENESS = 0  # of the local instance's workers (a cluster: RAY_worker_niceness)
+
+
 def connect(settings: Settings) -> Any:
     """Ray, connected: the cluster `RAY_ADDRESS` names, else a new local instance with this
     machine's cores; None when the caller had connected already (their instance is used and
@@ -411,6 +414,10 @@ def connect(settings: Settings) -> Any:
             object_store_memory=LOCAL_OBJECT_STORE_BYTES,
             logging_level=logging.WARNING,
             log_to_driver=False,
+            # Ray starts its workers at nice 15: on a machine busy with anything else the
+            # actors (and so every request) starve (an actor took 4 minutes to import the
+            # SDK beside 8 CPU-bound processes). They do little CPU work; let them compete.
+            _system_config={"worker_niceness": WORKER_NICENESS},
         )
     return ray
 
