@@ -70,8 +70,13 @@ class Node:
         cmd += [f"--object-store-memory={150 * 1024 * 1024}"]
         self.log = log
         with log.open("w") as out:
+            # workers at normal priority, as the engine's local instance (docs/scaling.md)
             self.proc = subprocess.Popen(
-                cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+                cmd,
+                env={**env, "RAY_worker_niceness": "0"},
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
 
     def wait_started(self, timeout_s: float = 120) -> None:
