@@ -156,6 +156,11 @@ def digest_run(engine: str, server: OpenAIServer, inputs: Path, work: Path, env:
     cmd = [PYTHON, "-m", "pipeline", "-v", "run", str(inputs), "--base-url", server.base_url]
     cmd += ["--model", MODEL, "--no-progress", "--engine", engine, "--concurrency", "64"]
     cmd += ["--out", str(out), "--cache-dir", str(cache)]
+    # The endpoint check is not what this measures: its 3 s bound is a hang guard here (on a
+    # busy machine the local run's check missed 3 s and the run exited before asking).
+    config = work / "config.yaml"
+    config.write_text("preflight_timeout_s: 600\n", encoding="utf-8")
+    cmd += ["--config", str(config)]
     before = len(server.stats()["arrivals"])
     since = time.monotonic()
     done = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)

@@ -54,6 +54,7 @@ def test_two_nodes_both_answer_and_the_summaries_are_the_local_engines(tmp_path)
     assert out.exists(), done.stderr[-3000:]
     result = json.loads(out.read_text())
     assert result["ray"]["exit"] == 0, result.get("stderr_tail")
+    assert result["local"]["exit"] == 0, result.get("stderr_tail")
 
     by_node = result["pairs_by_node"]
     assert len(by_node) == 2, by_node  # two Ray nodes answered ...
