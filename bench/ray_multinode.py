@@ -158,7 +158,8 @@ def digest_run(engine: str, server: OpenAIServer, inputs: Path, work: Path, env:
     cmd += ["--out", str(out), "--cache-dir", str(cache)]
     # The endpoint check is not what this measures: its 3 s bound is a hang guard here (on a
     # busy machine the local run's check missed 3 s and the run exited before asking).
-    config = work / "config.yaml"
+    config = work / f"config-{engine}.yaml"
+    work.mkdir(parents=True, exist_ok=True)
     config.write_text("preflight_timeout_s: 600\n", encoding="utf-8")
     cmd += ["--config", str(config)]
     before = len(server.stats()["arrivals"])
