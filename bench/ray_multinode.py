@@ -40,6 +40,7 @@ from pathlib import Path
 import psutil
 
 from bench.common import PYTHON, REPO_ROOT, write_jsonl
+from pipeline.engine.ray_engine import WORKER_NICENESS
 from pipeline.testing.answers import offline_answer_fn
 from pipeline.testing.openai_server import OpenAIServer, ServerConfig
 
@@ -73,7 +74,7 @@ class Node:
             # workers at normal priority, as the engine's local instance (docs/scaling.md)
             self.proc = subprocess.Popen(
                 cmd,
-                env={**env, "RAY_worker_niceness": "0"},
+                env={**env, "RAY_worker_niceness": str(WORKER_NICENESS)},
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,

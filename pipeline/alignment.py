@@ -13,8 +13,9 @@ that crosses a sentence end), and these edits are all that is allowed (the bound
 - a word split or joined ("classifi- cation" = "classification");
 - at most `MAX_CHANGED_WORDS` changed words, each a *variant* of the abstract's word (the
   same root: model/models, propose/proposed; another form of be, have or do: was/were; a
-  preposition or comparative of the same sense: to/into, less/fewer; a spelling variant: same first two letters, 5 letters or more, edit distance 1, or 2 from 8
-  letters on), or one word of the abstract left out ("applicable" for "even applicable");
+  preposition or comparative of the same sense: to/into, less/fewer; a spelling variant:
+  same first two letters, 5 letters or more, edit distance 1, or 2 from 8 letters on), or
+  one word of the abstract left out ("applicable" for "even applicable");
   a number, or a polarity word ("not", "without", "better", "more", "outperforms", ...)
   other than by its own root, is never changed or left out;
 - the "not only" of the abstract's "not only X but also Y" left out, or all of "not only X

@@ -397,8 +397,7 @@ def ungrounded_quantities(text: str, abstract: str) -> list[str]:
 def _abstract_quantities(abstract: str) -> tuple[frozenset[str], frozenset[str]]:
     plain = unmarked(abstract) if _MARKUP.search(abstract) else abstract
     quantities = set(numbers_and_names(plain)[0])
-    said = set(re.findall(r"[a-z]+", plain.lower()))
-    quantities |= {value for word, value in NUMBER_WORDS.items() if word in said}
+    quantities |= spelled_numbers(plain)
     percents = {n for m in _PERCENT_RANGE.finditer(plain) for n in m.groups() if n is not None}
     return frozenset(quantities), frozenset(percents)
 
@@ -407,14 +406,20 @@ def _abstract_quantities(abstract: str) -> tuple[frozenset[str], frozenset[str]]
 NUMBER_WORDS = {word: str(value) for word, value in WORDS.number_words.items()}
 
 
+def spelled_numbers(text: str) -> set[str]:
+    """The numbers `text` writes in words, as digits ("two times" -> {"2"})."""
+    return {NUMBER_WORDS[w] for w in re.findall(r"[a-z]+", text.lower()) if w in NUMBER_WORDS}
+
+
 def ungrounded_numbers(text: str, evidence: str, abstract: str) -> list[str]:
     """What of the numbers in `text` (a claim's statement) is not grounded: each quantity
-    in digits must be a number of `evidence` (in digits or words: "two times" holds 2), each named number ("CIFAR-10") a name of the
-    abstract, each number in words ("three") a number of the abstract."""
+    in digits must be a number of `evidence` (in digits or words: "two times" holds 2), each
+    named number ("CIFAR-10") a name of the abstract, each number in words ("three") a
+    number of the abstract."""
     quantities, names = numbers_and_names(text)
     have_q, have_n = numbers_and_names(evidence)
     known = set(have_q) | {m.group(0).replace(",", "") for n in have_n for m in _DIGITS.finditer(n)}
-    known |= {NUMBER_WORDS[w] for w in re.findall(r"[a-z]+", evidence.lower()) if w in NUMBER_WORDS}
+    known |= spelled_numbers(evidence)
     out = [q for q in quantities if q not in known]
     out += [n for n in names if not name_supported(n, abstract)]
     # A number in words is often a reference ("none of the three claims"): it may stand
@@ -477,24 +482,31 @@ _ANTONYM_HINT = re.compile(
 def contradictions(statement: str, evidence: str) -> list[str]:
     """Where a statement says the opposite of its evidence: an antonym of a word the evidence
     uses (and the statement does not), unless the statement's word is the evidence's with a
-    negative prefix and the evidence negates it ("unseen" for "not seen"). A dropped negation is not caught: statements say "keeps accuracy" for
-    "without decreasing accuracy" too often."""
+    negative prefix and the evidence negates it ("unseen" for "not seen"). A dropped
+    negation is not caught: statements say "keeps accuracy" for "without decreasing
+    accuracy" too often."""
     if not _ANTONYM_HINT.search(statement):
         return []
     prefixes = _antonym_prefixes()
     said = {lemma(t) for t in tokens(statement) if t[:4] in prefixes}
     shown_tokens = tokens(evidence)
     shown = {lemma(t) for t in shown_tokens if t[:4] in prefixes}
-    negated = {
-        lemma(after) for before, after in itertools.pairwise(shown_tokens) if before in _NEGATORS
-    }
     out = []
     for x, y, lx, ly in _antonym_lemmas():
         if lx in said and ly in shown and lx not in shown and ly not in said:
-            if ly in negated and x.endswith(y) and x[: -len(y)] in _NEGATIVE_PREFIXES:
+            if (
+                x.endswith(y)
+                and x[: -len(y)] in _NEGATIVE_PREFIXES
+                and ly in _negated(shown_tokens)
+            ):
                 continue
             out.append(f"{x!r} where its evidence says {y!r}")
     return out
+
+
+def _negated(words: list[str]) -> set[str]:
+    """Lemmas of the words right after a "not", "never" or "no"."""
+    return {lemma(after) for before, after in itertools.pairwise(words) if before in _NEGATORS}
 
 
 @lru_cache(maxsize=1)

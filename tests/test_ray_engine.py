@@ -554,10 +554,6 @@ def test_a_local_instance_runs_its_workers_at_normal_priority(monkeypatch):
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(ray, "init", lambda **kw: calls.append(kw))
-    assert ray_engine.connect(settings_for_connect()) is ray
+    assert ray_engine.connect(load_settings(None, env={}, overrides={"provider": "offline"})) is ray
     assert calls[0]["address"] == "local"
     assert calls[0]["_system_config"] == {"worker_niceness": 0} and WORKER_NICENESS == 0
-
-
-def settings_for_connect():
-    return load_settings(None, env={}, overrides={"provider": "offline"})

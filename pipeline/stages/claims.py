@@ -18,10 +18,10 @@ from pipeline.schemas import GroundingError, context_abstract
 from pipeline.spans import locate
 from pipeline.stages.base import Shaped, StageSpec
 from pipeline.support import (
-    NUMBER_WORDS,
     abstract_index,
     foreign_numbers,
     name_supported,
+    spelled_numbers,
     statement_problems,
 )
 from pipeline.taxonomy import Taxonomy
@@ -150,7 +150,7 @@ def _has_number(text: str, number: str) -> bool:
     in words ("two times" holds 2)."""
     if number in numbers_in(text):
         return True
-    if any(NUMBER_WORDS.get(w) == number for w in re.findall(r"[a-z]+", text.lower())):
+    if number in spelled_numbers(text):
         return True
     digits = text.replace(",", "")
     return re.search(rf"(?<![\d.]){re.escape(number)}(?!\d|\.\d)", digits) is not None
