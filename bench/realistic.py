@@ -36,8 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--split",
-        choices=("heldout5", "heldout4", "heldout3", "heldout2", "heldout", "dev", "all"),
-        default="heldout5",
+        choices=("heldout6", "heldout5", "heldout4", "heldout3", "heldout2", "heldout", "dev", "all"),
+        default="heldout6",
     )
     parser.add_argument("--verbose", action="store_true", help="list what was lost")
     args = parser.parse_args(argv)

@@ -223,7 +223,22 @@ def name_supported(name: str, abstract: str) -> bool:
             return True
         if len(parts) > 1 and all(_supported_part(p, index) for p in parts):
             return True
-    return False
+    return _unspaced(name, abstract)
+
+
+_SPACES = re.compile(r"\s+")
+MIN_UNSPACED_CHARS = 12
+
+
+def _unspaced(name: str, abstract: str) -> bool:
+    """A name of several words found in the abstract once spaces are ignored: a PDF lost
+    one ("publishedstate-of-the-art" for "published state-of-the-art")."""
+    squeezed = _SPACES.sub("", name.lower())
+    return (
+        len(squeezed) >= MIN_UNSPACED_CHARS
+        and squeezed != name.lower()
+        and squeezed in _SPACES.sub("", abstract.lower())
+    )
 
 
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
@@ -344,12 +359,15 @@ _ANY_DIGIT = re.compile(r"\d")
 # "2D", "3-D", "3D-CNN": a dimension is a name (see ABBREVIATIONS), not a quantity
 _DIMENSION = re.compile(r"[1-4]-?[dD](?![^\W_])")
 _LETTER = re.compile(r"[^\W\d_]")
+# "r=+1", "k=5", "p<0.05": a number a variable is set to or compared with is a quantity
+_ASSIGNED = re.compile(r"[=<>\u2264\u2265\u2248~][+\-\u2212]?$")
 
 
 def numbers_and_names(text: str) -> tuple[list[str], list[str]]:
     """(quantities, named numbers) written in `text`: a number after a letter in the same
     word ("CIFAR-10", "ResNet50", "GPT-4", "x50") belongs to a name, and the word is
-    returned whole; every other number ("35.2%", "3.28x", "10k") is a quantity."""
+    returned whole, unless it is set or compared ("r=+1", "p<0.05"); every other number
+    ("35.2%", "3.28x", "10k") is a quantity."""
     folded = (
         text
         if text.isascii()
@@ -365,7 +383,7 @@ def numbers_and_names(text: str) -> tuple[list[str], list[str]]:
             continue
         for m in _DIGITS.finditer(core):
             before = core[: m.start()]
-            if _LETTER.search(before):
+            if _LETTER.search(before) and not _ASSIGNED.search(before):
                 if core not in names:
                     names.append(core)
             else:
@@ -457,10 +475,21 @@ def _superiority() -> tuple[frozenset[str], frozenset[str]]:
     return claims, claims | frozenset(lemma(w) for w in COMPARISON_WORDS)
 
 
-def unstated_superiority(statement: str, evidence: str) -> str | None:
+# A run of capitalized words ("Faster R-CNN", "Better Together Net"): a name, when the
+# abstract writes it so, whose words claim nothing.
+_CAPITALIZED_RUN = re.compile(r"\b[A-Z][\w'-]*(?:[ -][A-Z0-9][\w'-]*)+")
+
+
+def unstated_superiority(statement: str, evidence: str, abstract: str = "") -> str | None:
     """The superiority word of a statement whose evidence states no comparison at all
-    ("outperforms" for "is competitive with"), else None."""
+    ("outperforms" for "is competitive with"), else None; the words of a name the abstract
+    writes ("Faster R-CNN") are no claim."""
     claims, comparisons = _superiority()
+    if abstract:
+        statement = _CAPITALIZED_RUN.sub(
+            lambda m: " " if _whole_words(m.group(0).lower(), abstract.lower()) else m.group(0),
+            statement,
+        )
     said = [lemma(t) for t in tokens(statement)]
     claimed = next((w for w in said if w in claims), None)
     if claimed is None:
@@ -565,7 +594,7 @@ def statement_problems(
     unknown = [n for n in name_tokens(statement) if not name_supported(n, abstract)]
     problems += [f"{n!r}, which the abstract does not name" for n in dict.fromkeys(unknown)]
     problems += contradictions(statement, evidence)
-    if (claimed := unstated_superiority(statement, evidence)) is not None:
+    if (claimed := unstated_superiority(statement, evidence, abstract)) is not None:
         problems.append(f"a claim of superiority ({claimed!r}) its evidence does not state")
     added = new_words(statement, abstract)
     if len(added) > MAX_NEW_WORDS:

@@ -182,3 +182,28 @@ def test_plain_text_that_does_not_say_it_is_a_tldr_is_not_one(stages):
     with pytest.raises(OutputValidationError) as info:
         stages["tldr"].accept("I cannot summarize this abstract.", ABSTRACT)
     assert info.value.kind == "invalid_json"
+
+
+def test_plain_prose_in_the_abstracts_words_is_a_tldr_written_plainly(stages):
+    parsed = stages["tldr"].accept(
+        "Zip, a sparse attention layer, cuts inference latency on LongBench.", ABSTRACT
+    )
+    assert (
+        parsed.output["tldr"]
+        == "Zip, a sparse attention layer, cuts inference latency on LongBench."
+    )
+    assert "plain_text" in parsed.repairs
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "Sorry, this abstract is too short for a summary.",
+        "A new optimizer for vision transformers beats momentum baselines on ImageNet.",
+        'Zip, a sparse attention layer {"tldr": cuts inference latency on LongBench.',
+    ],
+)
+def test_plain_prose_that_is_a_refusal_foreign_or_broken_json_is_not_a_tldr(stages, raw):
+    with pytest.raises(OutputValidationError) as info:
+        stages["tldr"].accept(raw, ABSTRACT)
+    assert info.value.kind == "invalid_json"

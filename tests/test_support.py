@@ -72,6 +72,13 @@ def test_names_the_abstract_lacks_are_not(name):
     assert not name_supported(name, ABSTRACT), name
 
 
+def test_a_name_whose_space_the_pdf_lost_is_supported_but_not_a_longer_one():
+    abstract = "It achieves better accuracy relative to publishedstate-of-the-art quantization."
+    assert name_supported("published state-of-the-art quantization schemes", abstract) is False
+    assert name_supported("published state-of-the-art quantization", abstract)
+    assert not name_supported("unpublished state-of-the-art", abstract)
+
+
 def test_tldr_names_and_numbers_include_glued_and_superscript_digits():
     # A hyphenated word is checked by its name-like part: "GAN-generated" by "GAN".
     assert name_tokens("IC3Net beats BERT-large on GLUE by x50% in Atari, using GAN-generated data.") == [
@@ -110,6 +117,13 @@ def test_a_dimension_is_a_name_the_abstract_may_write_in_words():
     assert numbers_and_names("a 3D-CNN of 3 layers") == (["3"], ["3D-CNN"])
 
 
+def test_a_number_a_variable_is_set_to_is_a_quantity_a_tldr_may_repeat():
+    abstract = "We give a reward of r=+1 for matching the demonstrated action and r=0 otherwise."
+    assert numbers_and_names("r=+1, p<0.05, CIFAR-10") == (["1", "0.05"], ["CIFAR-10"])
+    assert ungrounded_quantities("A reward of +1 for a match and 0 otherwise.", abstract) == []
+    assert ungrounded_quantities("A reward of +2 for a match.", abstract) == ["2"]
+
+
 def test_a_statement_may_not_contradict_or_overstate_its_evidence():
     assert contradictions("VINS is slower than prior methods.", "is 2.1x faster than prior methods")
     # the negative prefix of what the evidence negates agrees with it; a free antonym does not
@@ -122,6 +136,11 @@ def test_a_statement_may_not_contradict_or_overstate_its_evidence():
         == "outperform"
     )
     assert unstated_superiority("The parser matches BERT.", "are competitive with BERT") is None
+    abstract = "We evaluate the Faster R-CNN and R-FCN models for detection."
+    evidence = "natural perturbations induce localization errors"
+    assert unstated_superiority("Faster R-CNN has localization errors.", evidence, abstract) is None
+    assert unstated_superiority("Faster R-CNN has localization errors.", evidence) == "faster"
+    assert unstated_superiority("It is Faster Than R-FCN.", evidence, abstract) == "faster"
     assert unstated_superiority("It improves accuracy.", "reaches 84.2% accuracy") is None
 
 

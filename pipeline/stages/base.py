@@ -17,6 +17,7 @@ from pipeline.errors import FailureKind, OutputValidationError
 from pipeline.prompts import PromptTemplate, content_hash
 from pipeline.repair import Decoded, decode_answer
 from pipeline.schemas import SCHEMA_VERSION, GroundingError, llm_json_schema
+from pipeline.support import new_words, tokens
 from pipeline.taxonomy import Taxonomy
 
 Output = dict[str, Any]
@@ -78,7 +79,7 @@ class StageSpec:
       for good instead of rejecting the answer (tags nothing supports, keywords the abstract
       lacks); a cached output must pass it unchanged;
     - `plain_text`: the field an answer with no JSON at all stands for (a TL;DR written as
-      plain text);
+      plain text; `_plain_answer` says when an answer is one);
     - `abstract_fields`: placeholder values that depend on the abstract (tags: only the ids
       the abstract gives support for); they override `prompt_fields` of the same name, and
       the code that computes them enters the prompt hash.
@@ -216,7 +217,7 @@ class Stage:
             decoded = decode_answer(raw)
         except OutputValidationError as exc:
             field_name = self.spec.plain_text
-            if field_name is None or not _PLAIN_ANSWER.match(raw) or len(raw) > 2000:
+            if field_name is None or len(raw) > 2000 or not _plain_answer(raw, abstract):
                 raise OutputValidationError(str(exc), kind=exc.kind, raw=raw) from None
             decoded = Decoded({field_name: raw.strip()}, ["plain_text"])
         try:
@@ -299,6 +300,21 @@ class Stage:
 # A plain-text answer stands for the stage's field only when it says what it is ("TL;DR:
 # ..."): "I cannot answer that." is no TL;DR.
 _PLAIN_ANSWER = re.compile(r"\s*(?:\*\*)?(?:tl\s*;?\s*dr|summary)\b", re.I)
+_NOT_PLAIN = re.compile(r"[{}\[\]`]|\b(?:I|I'm|I am|me|my|sorry)\b", re.I)
+MAX_PLAIN_NEW_SHARE = 1 / 3  # of a plain answer's content words, at most this many new
+
+
+def _plain_answer(raw: str, abstract: str) -> bool:
+    """Whether an answer with no JSON value is the field's text written plainly: it says it
+    is a TL;DR ("TL;DR: ..."), or it is prose in the abstract's words (no bracket or
+    backtick of a broken JSON attempt, no "I"/"sorry" of a refusal, and at most a third of
+    its content words new to the abstract; the field's own checks still follow)."""
+    if _PLAIN_ANSWER.match(raw):
+        return True
+    if _NOT_PLAIN.search(raw):
+        return False
+    content = [t for t in tokens(raw) if len(t) > 2 and not t[0].isdigit()]
+    return len(content) >= 3 and len(new_words(raw, abstract)) <= MAX_PLAIN_NEW_SHARE * len(content)
 
 
 def _unique(names: list[str]) -> list[str]:
