@@ -36,7 +36,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--split",
-        choices=("heldout6", "heldout5", "heldout4", "heldout3", "heldout2", "heldout", "dev", "all"),
+        choices=(
+            "heldout6",
+            "heldout5",
+            "heldout4",
+            "heldout3",
+            "heldout2",
+            "heldout",
+            "dev",
+            "all",
+        ),
         default="heldout6",
     )
     parser.add_argument("--verbose", action="store_true", help="list what was lost")
