@@ -5,6 +5,7 @@ and the fast default selection (`SLOW` below; `pytest --full` runs everything)."
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -133,6 +134,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return  # named paths or node ids run as named
     config.hook.pytest_deselected(items=slow)
     items[:] = [item for item in items if not is_slow(item)]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C reaches the `digest` children the tests interrupt, however pytest was started."""
+    # A shell starts a background job (`pytest &` in a script, nohup, some CI runners) with
+    # SIGINT ignored, and an ignored signal stays ignored across fork and exec: a child
+    # would never see the SIGINT a test sends it. A handled one is reset to the default.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
