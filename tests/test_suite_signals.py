@@ -3,6 +3,7 @@ started, even as a background job that ignores SIGINT."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -15,7 +16,6 @@ TESTS = Path(__file__).resolve().parent
 # starts with SIGINT ignored, and then a SIGINT does nothing).
 PROBE = (
     "import signal, subprocess, sys\n"
-    f"sys.path.insert(0, {str(TESTS)!r})\n"
     "if sys.argv[1] == 'configured':\n"
     "    import conftest\n"
     "    conftest.pytest_configure(None)\n"
@@ -35,6 +35,7 @@ def test_children_of_a_suite_started_ignoring_sigint_can_be_interrupted(setup, i
         capture_output=True,
         text=True,
         preexec_fn=_ignoring_sigint,  # as a shell starts a background job
+        env={**os.environ, "PYTHONPATH": str(TESTS)},  # conftest and its helpers
         check=True,
     ).stdout
     assert out.strip() == interruptible
