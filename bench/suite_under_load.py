@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -115,6 +116,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     opts = parser.parse_args(argv)
     cores = os.cpu_count() or 1
     print(f"{opts.burners} burners on {cores} cores; load average before: {_loadavg()}")
+    # SIGTERM (kill) ends the bench through its `finally`, as Ctrl-C does: the burners and
+    # the pytest child go with it instead of spinning on as orphans.
+    signal.signal(signal.SIGTERM, _interrupt)
     burners = start_burners(opts.burners)
     results: list[RunResult] = []
     try:
@@ -122,6 +126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for i in range(opts.runs):
             print(f"--- run {i + 1}/{opts.runs}: load average {_loadavg()}", flush=True)
             results.append(run_pytest(opts.pytest_args))
+    except KeyboardInterrupt:
+        print(f"\nstopped after {len(results)} finished run(s); stopping the burners")
+        return 130
     finally:
         stop_burners(burners)
     print(f"\nburners stopped; load average now {_loadavg()}")
@@ -132,6 +139,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"peak 1-min load {r.load_max:.1f}"
         )
     return 0 if results and all(r.returncode == 0 for r in results) else 1
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _loadavg() -> str:
