@@ -25,7 +25,7 @@ from timing import HANG_S, preflight_hang_guard, wait_until
 
 from pipeline.cli import main
 from pipeline.config import load_settings
-from pipeline.engine.ray_engine import WORKER_NICENESS
+from pipeline.engine.ray_engine import BATCH_SIZE, WORKER_NICENESS
 from pipeline.errors import FatalBackendError
 from pipeline.testing.answers import offline_answer_fn
 from pipeline.testing.openai_server import OpenAIServer, ServerConfig
@@ -385,32 +385,48 @@ def test_stop_ends_a_reader_still_waiting_for_a_row_and_closes_the_rows_in_its_t
 @needs_ray
 def test_ctrl_c_during_the_ray_phase_exits_130_and_the_same_command_resumes(tmp_path, digest_at):
     """`digest run --engine ray` (its own process and Ray instance) stopped by SIGINT while
-    answers arrive: exit 130, an interrupted manifest, what arrived cached and the records
-    already written kept; the rerun asks only the rest and finishes every abstract."""
+    its workers' requests are held: exit 130, an interrupted manifest, what arrived cached
+    and the records already written kept; the rerun asks only the rest and finishes every
+    abstract."""
     import signal
     import subprocess
+    import threading
 
     path = tmp_path / "abstracts.txt"
-    write_abstracts(path, 120, seed=SEED)
+    texts = write_abstracts(path, 120, seed=SEED)
     cache = tmp_path / "cache"
-    # 0.2 s per answer: the 360 requests take 18 s or more at this concurrency, so the stop
-    # comes mid-run however slowly this process notices the first answer. (Holding requests
-    # at a gate would be exact, but in a trial the Ray phase did not stop while the server
-    # held its workers' requests, even when released one round every 0.2 s.)
-    config = ServerConfig(seed=SEED, latency=0.2)
-    with OpenAIServer(config, answer_fn=answer) as server:
+    # The server answers the abstracts of the first batch an actor asks (BATCH_SIZE of them,
+    # in input order: its answers come back, and are cached, together) and holds every
+    # other request at a gate until the child has exited: the stop comes mid-run however
+    # busy the machine is, while the workers' requests are held (it must not wait for them).
+    first_batch = {" ".join(t.split())[:80] for t in texts[:BATCH_SIZE]}
+    gate, lock, seen = threading.Event(), threading.Lock(), [0]
+
+    def hold(stage: str, abstract: str) -> threading.Event | None:
+        if " ".join(abstract.split())[:80] in first_batch:
+            return None
+        with lock:
+            seen[0] += 1
+        return gate
+
+    with OpenAIServer(ServerConfig(seed=SEED), answer_fn=answer, hold=hold) as server:
         preflight_hang_guard(tmp_path)  # the child's ./config.yaml
         argv = digest_at.child(server.base_url, path, "--engine", "ray", "--concurrency", "4")
         env = {**os.environ, "OPENAI_API_KEY": FAKE_KEY}
         env.pop("RAY_ADDRESS", None)
         proc = subprocess.Popen(argv, env=env, cwd=tmp_path, stderr=subprocess.PIPE, text=True)
-        first = cache / "tldr.jsonl"
-        wait_until(
-            lambda: (first.exists() and first.stat().st_size) or proc.poll() is not None,
-            "the first answer",
-        )
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=HANG_S)
+        try:
+            wait_until(
+                lambda: (
+                    (seen[0] > 20 and any(p.stat().st_size for p in cache.glob("*.jsonl")))
+                    or proc.poll() is not None
+                ),
+                "the first answer cached, and a request held",
+            )
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=HANG_S)
+        finally:
+            gate.set()
         asked_first = server.stats()["requests"]
         settings_ = settings(tmp_path, server, "rerun", cache_dir=cache, max_concurrency=64)
         rerun = run_paths(settings_, [path])
