@@ -233,11 +233,12 @@ MIN_UNSPACED_CHARS = 12
 def _unspaced(name: str, abstract: str) -> bool:
     """A name of several words found in the abstract once spaces are ignored: a PDF lost
     one ("publishedstate-of-the-art" for "published state-of-the-art")."""
-    squeezed = _SPACES.sub("", name.lower())
+    low = name.lower()
+    squeezed = _SPACES.sub("", low)
     return (
         len(squeezed) >= MIN_UNSPACED_CHARS
-        and squeezed != name.lower()
-        and squeezed in _SPACES.sub("", abstract.lower())
+        and squeezed != low
+        and any(squeezed in _SPACES.sub("", text) for text in _lowered(abstract))
     )
 
 
@@ -485,13 +486,12 @@ def unstated_superiority(statement: str, evidence: str, abstract: str = "") -> s
     ("outperforms" for "is competitive with"), else None; the words of a name the abstract
     writes ("Faster R-CNN") are no claim."""
     claims, comparisons = _superiority()
-    if abstract:
-        statement = _CAPITALIZED_RUN.sub(
-            lambda m: " " if _whole_words(m.group(0).lower(), abstract.lower()) else m.group(0),
-            statement,
+    claimed = next((w for t in tokens(statement) if (w := lemma(t)) in claims), None)
+    if claimed is not None and abstract:  # names are looked up only for a claiming word
+        unnamed = _CAPITALIZED_RUN.sub(
+            lambda m: " " if _verbatim(m.group(0), abstract) else m.group(0), statement
         )
-    said = [lemma(t) for t in tokens(statement)]
-    claimed = next((w for w in said if w in claims), None)
+        claimed = next((w for t in tokens(unnamed) if (w := lemma(t)) in claims), None)
     if claimed is None:
         return None
     shown = {lemma(t) for t in (*tokens(evidence), *tokens(evidence.replace("-", "")))}

@@ -395,15 +395,19 @@ def test_ctrl_c_during_the_ray_phase_exits_130_and_the_same_command_resumes(tmp_
     path = tmp_path / "abstracts.txt"
     texts = write_abstracts(path, 120, seed=SEED)
     cache = tmp_path / "cache"
+
     # The server answers the abstracts of the first batch an actor asks (BATCH_SIZE of them,
     # in input order: its answers come back, and are cached, together) and holds every
     # other request at a gate until the child has exited: the stop comes mid-run however
     # busy the machine is, while the workers' requests are held (it must not wait for them).
-    first_batch = {" ".join(t.split())[:80] for t in texts[:BATCH_SIZE]}
+    def opening(text: str) -> str:
+        return " ".join(text.split())[:80]
+
+    first_batch = {opening(t) for t in texts[:BATCH_SIZE]}
     gate, lock, seen = threading.Event(), threading.Lock(), [0]
 
     def hold(stage: str, abstract: str) -> threading.Event | None:
-        if " ".join(abstract.split())[:80] in first_batch:
+        if opening(abstract) in first_batch:
             return None
         with lock:
             seen[0] += 1

@@ -297,8 +297,8 @@ class Stage:
         return screened.data
 
 
-# A plain-text answer stands for the stage's field only when it says what it is ("TL;DR:
-# ..."): "I cannot answer that." is no TL;DR.
+# A plain-text answer that says what it is ("TL;DR: ..."); other plain text must pass
+# `_plain_answer`'s checks ("I cannot answer that." is no TL;DR).
 _PLAIN_ANSWER = re.compile(r"\s*(?:\*\*)?(?:tl\s*;?\s*dr|summary)\b", re.I)
 _NOT_PLAIN = re.compile(r"[{}\[\]`]|\b(?:I|I'm|I am|me|my|sorry)\b", re.I)
 MAX_PLAIN_NEW_SHARE = 1 / 3  # of a plain answer's content words, at most this many new
