@@ -36,10 +36,12 @@ def report(tally: Tally, *, label: str, verbose: bool = False) -> list[str]:
         f"  TL;DRs accepted        {_share(c['tldr_accepted'], c['tldr_answers'])}"
         f"  (a 'TL;DR:' prefix kept: {c['tldr_prefix_kept']})",
         f"  tag answers accepted   {_share(c['tag_accepted'], c['tag_answers'])}",
-        f"  faithful tags kept     {_share(c['faithful_tags_kept'], c['faithful_tags'])}",
+        f"  faithful tags kept     {_share(c['faithful_tags_kept'], c['faithful_tags'])}"
+        f"  (more shown marked unconfirmed: {c['faithful_tags_marked']})",
         f"  faithful keywords kept {_share(c['faithful_keywords_kept'], c['faithful_keywords'])}",
         f"  fabricated items leaked {c['leaked']} of {fabricated}"
         + (f": {'; '.join(tally.leaks)}" if tally.leaks else ""),
+        f"  fabricated tags shown marked unconfirmed {c['marked']}",
     ]
     models = sorted(
         {k.split(":")[0] for k in c if k.count(":") >= 1 and not k.startswith("fabricated")}

@@ -30,7 +30,7 @@ def context_taxonomy(info: ValidationInfo) -> Any:
 
 
 # Fields computed by validators, never asked of a model.
-COMPUTED_FIELDS = frozenset({"span"})
+COMPUTED_FIELDS = frozenset({"span", "unconfirmed"})
 
 
 def llm_json_schema(model: type[BaseModel]) -> dict[str, Any]:

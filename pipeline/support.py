@@ -226,6 +226,40 @@ def name_supported(name: str, abstract: str) -> bool:
     return _unspaced(name, abstract)
 
 
+def keyword_supported(keyword: str, abstract: str) -> bool:
+    """True when a keyword occurs in the abstract as `name_supported` decides, and a keyword
+    of plain lowercase words has them in a row: keywords are copied from the abstract (the
+    prompt asks so), while a dataset or baseline name may be assembled from its words."""
+    if not name_supported(keyword, abstract):
+        return False
+    return (
+        not _plain_phrase(keyword)
+        or _verbatim(keyword, abstract)
+        or _phrase_in_a_row(keyword, abstract)
+        or _unspaced(keyword, abstract)
+    )
+
+
+_PLAIN_WORD = re.compile(r"[a-z]+(?:-[a-z]+)*")
+
+
+def _plain_phrase(name: str) -> bool:
+    """A phrase of two or more lowercase words and no list ("natural gradient"): a term,
+    not a name, so its words must stand together; scattered words are no support."""
+    words = [w for w in name.split() if w.lower() not in _SMALL_WORDS]
+    return len(words) > 1 and all(_PLAIN_WORD.fullmatch(w) for w in words)
+
+
+def _phrase_in_a_row(name: str, abstract: str) -> bool:
+    """The phrase's words, lemmatized, in a row of the abstract (small and generic words
+    aside, hyphens and PDF line breaks folded): "natural gradients" is in "the natural
+    gradient", not in "natural or relative gradient descent"."""
+    joined = _LINE_HYPHEN.sub("", abstract)
+    index = _content_lemma_index(joined)
+    words = [lemma(t) for t in tokens(name) if t not in _SMALL_WORDS and t not in GENERIC_WORDS]
+    return index.has_run(words)
+
+
 _SPACES = re.compile(r"\s+")
 MIN_UNSPACED_CHARS = 12
 
@@ -651,33 +685,56 @@ def unsupported_tags(tags: list[str], abstract: str, taxonomy: Taxonomy) -> list
     return [t for t in tags if t not in supported]
 
 
+def unconfirmed_tags(tags: list[str], abstract: str, taxonomy: Taxonomy) -> list[str]:
+    """The supported tags of `tags` whose only support is an ambiguous phrase of theirs (the
+    offline tagger's `weak` phrases, e.g. "generalization" for generalization-ood, "Lie
+    group" for equivariant-networks) without the cue that settles it: shown marked, not as
+    fact."""
+    from pipeline.offline.tags import support
+
+    if all(t in support(abstract[:MAX_SUPPORT_CHARS], taxonomy) for t in tags):
+        return []
+    weak = _weakly_supported(abstract[:MAX_SUPPORT_CHARS], taxonomy)
+    return [t for t in tags if t in weak]
+
+
 def _lexical_support(abstract: str, taxonomy: Taxonomy) -> frozenset[str]:
     """Tags whose id, label or support phrase stands in the abstract (lemmas in a row, small
     words aside: "models to lossless compression" is no "model compression"), or two
     distinct words of whose vocabulary do."""
+    return _lexical(abstract, taxonomy)[0]
+
+
+def _lexical(abstract: str, taxonomy: Taxonomy) -> tuple[frozenset[str], frozenset[str]]:
+    """(`_lexical_support`, the tags of it whose only phrase there is an ambiguous one)."""
     key = (abstract, id(taxonomy))
     hit = _LEXICAL.get(key)
     if hit is not None and hit[0] is taxonomy:
         return hit[1]
     lemmas = _content_lemma_index(abstract)
     phrases, vocabulary = _indexes(taxonomy)
+    ambiguous = _weak_phrases(taxonomy)
     found: set[str] = set()
+    weak: set[str] = set()
     hits: dict[str, int] = {}
     for word in lemmas.positions:
         for tag_id, phrase in phrases.get(word, ()):
             if tag_id not in found and lemmas.has_run(list(phrase)):
-                found.add(tag_id)
+                if phrase in ambiguous.get(tag_id, ()):
+                    weak.add(tag_id)
+                else:
+                    found.add(tag_id)
         for tag_id in vocabulary.get(word, ()):
             hits[tag_id] = hits.get(tag_id, 0) + 1
     found.update(tag_id for tag_id, n in hits.items() if n >= VOCABULARY_HITS)
     if len(_LEXICAL) >= 64:
         _LEXICAL.pop(next(iter(_LEXICAL)))
-    result = frozenset(found)
+    result = (frozenset(found | weak), frozenset(weak - found))
     _LEXICAL[key] = (taxonomy, result)
     return result
 
 
-_LEXICAL: dict[tuple[str, int], tuple[Taxonomy, frozenset[str]]] = {}
+_LEXICAL: dict[tuple[str, int], tuple[Taxonomy, tuple[frozenset[str], frozenset[str]]]] = {}
 
 
 def supported_tags(abstract: str, taxonomy: Taxonomy) -> frozenset[str]:
@@ -714,11 +771,44 @@ def _supported_tags(abstract: str, taxonomy: Taxonomy) -> frozenset[str]:
     from pipeline.offline.tags import support  # the offline matcher's phrase index
 
     abstract = abstract[:MAX_SUPPORT_CHARS]
-    found = set(support(abstract, taxonomy)) | _lexical_support(abstract, taxonomy)
+    return _with_umbrellas(
+        set(support(abstract, taxonomy)) | _lexical_support(abstract, taxonomy), taxonomy
+    )
+
+
+def _with_umbrellas(found: set[str], taxonomy: Taxonomy) -> frozenset[str]:
     for umbrella, narrower in _narrower(taxonomy).items():
         if narrower & found:
             found.add(umbrella)
     return frozenset(found)
+
+
+def _weakly_supported(abstract: str, taxonomy: Taxonomy) -> frozenset[str]:
+    """Supported tags whose only support is an ambiguous phrase of theirs (neither the offline
+    matcher, which reads one only with its cue, nor another phrase, nor a narrower tag)."""
+    from pipeline.offline.tags import support
+
+    strong, weak = _lexical(abstract, taxonomy)
+    if not weak:
+        return frozenset()
+    confirmed = _with_umbrellas(set(support(abstract, taxonomy)) | (strong - weak), taxonomy)
+    return weak - confirmed
+
+
+@_per_taxonomy
+def _weak_phrases(taxonomy: Taxonomy) -> dict[str, tuple[tuple[str, ...], ...]]:
+    """Tag id -> the lemma sequences of its ambiguous phrases (tag_rules.yaml `weak`)."""
+    from pipeline.offline.tag_rules import WEAK
+
+    return {
+        tag_id: tuple(_lemma_seq(p) for p in phrases if _lemma_seq(p))
+        for tag_id, phrases in WEAK.items()
+        if tag_id in taxonomy.tags
+    }
+
+
+def _lemma_seq(phrase: str) -> tuple[str, ...]:
+    return tuple(lemma(t) for t in tokens(re.sub(r"\(.*?\)", " ", phrase)) if t not in _SMALL_WORDS)
 
 
 def lemma(word: str) -> str:
@@ -800,8 +890,7 @@ def _tag_phrases(taxonomy: Taxonomy) -> dict[str, tuple[tuple[str, ...], ...]]:
         phrases = [tag_id.replace("-", " "), tag.label, *SUPPORT_PHRASES.get(tag_id, ())]
         seqs = []
         for phrase in phrases:
-            phrase = re.sub(r"\(.*?\)", " ", phrase)
-            words = tuple(lemma(t) for t in tokens(phrase) if t not in _SMALL_WORDS)
+            words = _lemma_seq(phrase)
             if words and words not in seqs:
                 seqs.append(words)
         out[tag_id] = tuple(seqs)

@@ -18,12 +18,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from pipeline.errors import ConfigError, OutputValidationError
 from pipeline.schemas import GroundingError, context_taxonomy
 from pipeline.stages.base import Output, Rejected, Shaped, StageSpec
-from pipeline.support import name_supported, supported_tags, unsupported_tags
+from pipeline.support import keyword_supported, supported_tags, unconfirmed_tags, unsupported_tags
 from pipeline.taxonomy import Taxonomy
 from pipeline.text import normalize_ws
 
@@ -38,8 +38,11 @@ class TagsOutput(BaseModel):
     model_config = ConfigDict(extra="forbid")
     tags: list[str] = Field(description="Taxonomy ids; the first is the primary topic.")
     keywords: list[str] = Field(default_factory=list, description="Up to 5 short keywords.")
+    # Set by the check against the abstract, never asked of the model (COMPUTED_FIELDS):
+    # the model's tags whose only support is an ambiguous phrase, shown marked, not as fact.
+    unconfirmed: list[str] = Field(default_factory=list)
 
-    @field_validator("tags")
+    @field_validator("tags", "unconfirmed")
     @classmethod
     def _known_tags(cls, value: list[str], info: ValidationInfo) -> list[str]:
         taxonomy = context_taxonomy(info)
@@ -53,9 +56,13 @@ class TagsOutput(BaseModel):
                 out.append(tag_id)
         if unknown:
             raise GroundingError(f"tags not in the taxonomy: {', '.join(map(repr, unknown))}")
-        if not out:
-            raise ValueError("at least one taxonomy tag is required")
         return out
+
+    @model_validator(mode="after")
+    def _some_tag(self) -> TagsOutput:
+        if not self.tags and not self.unconfirmed:
+            raise ValueError("at least one taxonomy tag is required")
+        return self
 
     @field_validator("keywords")
     @classmethod
@@ -165,12 +172,23 @@ def _split_list(text: str) -> list[str]:
 
 def screen(output: Output, abstract: str, taxonomy: Taxonomy) -> Shaped:
     """Tags the abstract gives no support for and keywords it lacks are dropped (a record
-    each); the rest is cut to the limits. No supported tag at all rejects the answer."""
-    unsupported = set(unsupported_tags(output["tags"], abstract, taxonomy))
+    each); tags whose only support is an ambiguous phrase move to `unconfirmed` (noted in
+    the provenance's repairs); the rest is cut to the limits. No supported tag at all
+    rejects the answer."""
+    given = [
+        *output["tags"],
+        *(t for t in output.get("unconfirmed", ()) if t not in output["tags"]),
+    ]
+    unsupported = set(unsupported_tags(given, abstract, taxonomy))
+    marked = set(unconfirmed_tags(given, abstract, taxonomy)) - unsupported
     dropped: list[Rejected] = []
-    repairs: list[str] = []
+    repairs: list[str] = ["tags_unconfirmed"] if marked else []
     tags: list[str] = []
-    for index, tag_id in enumerate(output["tags"]):
+    unconfirmed: list[str] = []
+    for index, tag_id in enumerate(given):
+        if tag_id in marked:
+            unconfirmed.append(tag_id)
+            continue
         if tag_id not in unsupported:
             tags.append(tag_id)
             continue
@@ -180,8 +198,8 @@ def screen(output: Output, abstract: str, taxonomy: Taxonomy) -> Shaped:
             raw=None,
         )
         dropped.append(Rejected(index, tag_id, error, field="tags"))
-    if not tags:
-        names = ", ".join(repr(t) for t in output["tags"])
+    if not tags and not unconfirmed:
+        names = ", ".join(repr(t) for t in given)
         raise OutputValidationError(
             f"nothing in the abstract supports the tags {names}; choose tags for what the "
             "abstract says",
@@ -190,18 +208,23 @@ def screen(output: Output, abstract: str, taxonomy: Taxonomy) -> Shaped:
         )
     keywords: list[str] = []
     for index, kw in enumerate(output["keywords"]):
-        if name_supported(kw, abstract):
+        if keyword_supported(kw, abstract):
             keywords.append(kw)
             continue
         error = OutputValidationError(
             f"keywords[{index}]: {kw!r} does not occur in the abstract", kind="ungrounded", raw=None
         )
         dropped.append(Rejected(index, kw, error, field="keywords"))
-    if len(tags) > MAX_TAGS:
-        tags, repairs = tags[:MAX_TAGS], [*repairs, "tags_cut"]
+    if len(tags) + len(unconfirmed) > MAX_TAGS:
+        tags = tags[:MAX_TAGS]
+        unconfirmed = unconfirmed[: MAX_TAGS - len(tags)]
+        repairs = [*repairs, "tags_cut"]
     if len(keywords) > MAX_KEYWORDS:
         keywords, repairs = keywords[:MAX_KEYWORDS], [*repairs, "keywords_cut"]
-    return Shaped({"tags": tags, "keywords": keywords}, repairs, dropped)
+    data: dict[str, Any] = {"tags": tags, "keywords": keywords}
+    if unconfirmed:
+        data["unconfirmed"] = unconfirmed
+    return Shaped(data, repairs, dropped)
 
 
 OVERLAPS_FILE = "tag_overlaps.md"

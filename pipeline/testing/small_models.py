@@ -333,12 +333,16 @@ def score(entries: list[Entry], run_dir: Path) -> Tally:
         else:
             tally.lost.append(f"{e.paper_id} tags: {stages['tags']['error']['message'][:160]}")
         got_tags = set(tags_out["tags"]) if tags_out else set()
+        marked = set(tags_out.get("unconfirmed", ())) if tags_out else set()
         got_keywords = [k.lower() for k in tags_out["keywords"]] if tags_out else []
         for t in e.tags.get("labels") or []:
             if t["label"] == "faithful":
                 tally.add(m, "faithful_tags")
                 if t["id"] in got_tags:
                     tally.add(m, "faithful_tags_kept")
+                elif t["id"] in marked:
+                    tally.add(m, "faithful_tags_marked")
+                    tally.lost.append(f"{e.paper_id} tag {t['id']} (shown marked unconfirmed)")
                 elif tags_out is not None:
                     tally.lost.append(f"{e.paper_id} tag {t['id']}")
             else:
@@ -346,6 +350,8 @@ def score(entries: list[Entry], run_dir: Path) -> Tally:
                 if t["id"] in got_tags:
                     tally.add(m, "leaked")
                     tally.leaks.append(f"{e.paper_id} tag {t['id']}")
+                elif t["id"] in marked:
+                    tally.add(m, "marked")
         for k in e.tags.get("keywords") or []:
             hit = any(_contains(g, k["text"]) or _contains(k["text"], g) for g in got_keywords)
             if k["label"] == "faithful":
