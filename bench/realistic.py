@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--split",
         choices=(
+            "heldout7",
             "heldout6",
             "heldout5",
             "heldout4",
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
             "dev",
             "all",
         ),
-        default="heldout6",
+        default="heldout7",
     )
     parser.add_argument("--verbose", action="store_true", help="list what was lost")
     args = parser.parse_args(argv)

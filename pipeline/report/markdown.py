@@ -56,6 +56,11 @@ def _md_paper(
     other = [tag_label(taxonomy, t) for t in p.tags if t != primary]
     if other:
         lines.append(f"  - Also: {md_escape(', '.join(other))}")
+    if p.unconfirmed_tags:
+        names = ", ".join(tag_label(taxonomy, t) for t in p.unconfirmed_tags)
+        lines.append(
+            f"  - Unconfirmed tags (only an ambiguous word supports them): {md_escape(names)}"
+        )
     quant = [c for c in p.claims if c.get("kind") == "quantitative"]
     if quant:
         lines.append("  - Results: " + "; ".join(_md_claim(c) for c in quant))

@@ -32,6 +32,9 @@ class Paper:
     affiliations: tuple[str, ...] = ()
     tldr: str | None = None
     tags: tuple[str, ...] = ()
+    # The model's tags whose only support is an ambiguous phrase: shown marked, never used
+    # as fact (grouping, assignment).
+    unconfirmed_tags: tuple[str, ...] = ()
     keywords: tuple[str, ...] = ()
     claims: tuple[dict[str, Any], ...] = ()
     status: dict[str, str] = field(default_factory=dict)
@@ -85,6 +88,7 @@ class Paper:
             affiliations=_unique(a for s in srcs for a in s.affiliations),
             tldr=text if isinstance(text, str) and text.strip() else None,
             tags=tuple(str(t) for t in tags.get("tags") or ()),
+            unconfirmed_tags=tuple(str(t) for t in tags.get("unconfirmed") or ()),
             keywords=tuple(str(k) for k in tags.get("keywords") or ()),
             claims=tuple(c for c in claims.get("claims") or () if isinstance(c, dict)),
             status={name: r.status for name, r in record.stages.items()},

@@ -278,11 +278,12 @@ def offline(abstract: str, taxonomy: Taxonomy) -> dict[str, Any]:
 
 
 def csv(output: Mapping[str, Any] | None) -> dict[str, Any]:
-    """summaries.csv: tag ids and keywords, each joined with '; '."""
+    """summaries.csv: tag ids, keywords and unconfirmed tag ids, each joined with '; '."""
     output = output or {}
     return {
         "tags": "; ".join(output.get("tags", [])),
         "keywords": "; ".join(output.get("keywords", [])),
+        "unconfirmed_tags": "; ".join(output.get("unconfirmed", [])),
     }
 
 
@@ -291,7 +292,7 @@ STAGE = StageSpec(
     order=20,
     schema=TagsOutput,
     offline=offline,
-    csv_columns=("tags", "keywords"),
+    csv_columns=("tags", "keywords", "unconfirmed_tags"),
     csv=csv,
     prompt_fields=prompt_fields,
     uses_taxonomy=True,

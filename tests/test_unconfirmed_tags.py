@@ -1,0 +1,133 @@
+"""A tag whose only support is an ambiguous phrase is shown marked, never as fact (issue
+20.1, tags), and a keyword of plain words must stand in the abstract in a row (keywords)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipeline.offline.tags import match_tags
+from pipeline.prompts import PACKAGE_PROMPTS_DIR
+from pipeline.report.markdown import _md_paper
+from pipeline.rundir.paper import Paper
+from pipeline.rundir.writer import csv_columns
+from pipeline.stages import build_stages, stage_names
+from pipeline.support import keyword_supported, name_supported, unconfirmed_tags
+from pipeline.taxonomy import load_taxonomy
+
+# "generalization performance" is test accuracy here, not the topic generalization-ood.
+MOMENTUM = (
+    "Stochastic gradient descent with Nesterov's momentum is observed to have excellent "
+    "generalization performance. We propose a momentum variant with faster convergence in "
+    "the early stage, and provide optimal convergence rates in the convex case."
+)
+OOD = MOMENTUM + " The variant also generalizes to unseen domains under distribution shift."
+LIE = (
+    "We study natural or relative gradient descent on matrix Lie groups and derive "
+    "preconditioners that converge fast on blind source separation."
+)
+
+
+@pytest.fixture(scope="module")
+def taxonomy():
+    return load_taxonomy(PACKAGE_PROMPTS_DIR / "taxonomy.yaml")
+
+
+@pytest.fixture(scope="module")
+def stages(taxonomy):
+    return build_stages(stage_names(), PACKAGE_PROMPTS_DIR, taxonomy)
+
+
+def test_a_tag_with_only_an_ambiguous_phrase_is_unconfirmed_until_its_cue_appears(taxonomy):
+    tags = ["optimization-algorithms", "generalization-ood"]
+    assert unconfirmed_tags(tags, MOMENTUM, taxonomy) == ["generalization-ood"]
+    assert unconfirmed_tags(tags, OOD, taxonomy) == []
+
+
+def test_the_stage_moves_unconfirmed_tags_out_of_tags_and_says_so(stages):
+    raw = json.dumps(
+        {"tags": ["generalization-ood", "optimization-algorithms"], "keywords": ["momentum"]}
+    )
+    parsed = stages["tags"].accept(raw, MOMENTUM)
+    assert parsed.output["tags"] == ["optimization-algorithms"]
+    assert parsed.output["unconfirmed"] == ["generalization-ood"]
+    assert "tags_unconfirmed" in parsed.repairs
+    assert parsed.dropped == []  # kept, marked: not a drop
+    # The stored output passes the same checks when read back from the cache.
+    assert stages["tags"].validate(parsed.output, MOMENTUM) == parsed.output
+    confirmed = stages["tags"].accept(raw, OOD)
+    assert confirmed.output["tags"] == ["generalization-ood", "optimization-algorithms"]
+    assert "unconfirmed" not in confirmed.output and "tags_unconfirmed" not in confirmed.repairs
+
+
+def test_an_answer_whose_tags_are_all_unconfirmed_is_kept_marked(stages):
+    parsed = stages["tags"].accept('{"tags": ["generalization-ood"], "keywords": []}', MOMENTUM)
+    assert parsed.output == {"tags": [], "keywords": [], "unconfirmed": ["generalization-ood"]}
+
+
+def test_unconfirmed_is_never_asked_of_the_model(stages):
+    schema = json.dumps(stages["tags"].json_schema)
+    assert "unconfirmed" not in schema
+    assert "unconfirmed" not in stages["tags"].json_object_rules
+
+
+def test_lie_groups_alone_are_no_equivariant_network(taxonomy, stages):
+    assert "equivariant-networks" not in match_tags(LIE, taxonomy)[0]
+    parsed = stages["tags"].accept(
+        '{"tags": ["optimization-algorithms", "equivariant-networks"], "keywords": []}', LIE
+    )
+    assert "equivariant-networks" not in parsed.output["tags"]
+    assert "equivariant-networks" not in parsed.output.get("unconfirmed", [])
+    equivariant = "We build Lie group equivariant convolutions that respect rotation symmetry."
+    assert "equivariant-networks" in match_tags(equivariant, taxonomy)[0]
+
+
+@pytest.mark.parametrize(
+    ("keyword", "expected"),
+    [
+        ("natural gradient", False),  # its words are apart: "natural or relative gradient"
+        ("relative gradient descent", True),
+        ("matrix Lie groups", True),  # a name, not plain words: checked as names are
+        ("gradient descent method", True),  # a generic word added
+        ("blind source separation", True),
+        ("source separation preconditioners", False),
+    ],
+)
+def test_a_plain_keyword_needs_its_words_in_a_row(keyword, expected):
+    assert keyword_supported(keyword, LIE) is expected
+
+
+def test_names_keep_their_tolerance():
+    # Datasets and baselines may be assembled from the abstract's words; keywords may not.
+    assert name_supported("natural gradient", LIE)
+    assert not keyword_supported("natural gradient", LIE)
+
+
+def test_the_markdown_report_shows_unconfirmed_tags_marked(taxonomy):
+    paper = Paper(
+        id="p1",
+        title="Amortized momentum",
+        abstract=MOMENTUM,
+        tags=("optimization-algorithms",),
+        unconfirmed_tags=("generalization-ood",),
+    )
+    lines = _md_paper(paper, taxonomy, "optimization-algorithms", "")
+    marked = [x for x in lines if "Unconfirmed tags" in x]
+    assert marked and "Generalization and distribution shift" in marked[0]
+    assert not any("Also:" in x for x in lines)  # the unconfirmed tag is not listed as a tag
+
+
+def test_the_csv_has_a_column_for_unconfirmed_tags(stages):
+    from pipeline.stages.tags import STAGE
+
+    row = STAGE.csv(
+        {"tags": ["optimization-algorithms"], "keywords": [], "unconfirmed": ["generalization-ood"]}
+    )
+    assert row == {
+        "tags": "optimization-algorithms",
+        "keywords": "",
+        "unconfirmed_tags": "generalization-ood",
+    }
+    columns = csv_columns(tuple(stages[name].spec for name in stage_names()))
+    assert columns.index("unconfirmed_tags") == columns.index("keywords") + 1
