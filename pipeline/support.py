@@ -56,6 +56,7 @@ class GroundingWords(DataFile):
     superiority_words: Words
     comparison_words: Words
     support_phrases: dict[str, tuple[str, ...]]
+    ambiguous_support_phrases: dict[str, tuple[str, ...]]
     vocabulary_stop: WordSet
     umbrellas: dict[str, tuple[str, ...]]
 
@@ -388,6 +389,20 @@ def foreign_numbers(text: str, allowed: frozenset[str] | set[str]) -> list[str]:
     return out
 
 
+def foreign_number_words(text: str, abstract: str) -> list[str]:
+    """Counts spelled as words in `text` ("five benchmarks", "ten-fold") that the abstract
+    states neither as the word nor in digits, in order, each once (grounding.yaml's
+    `number_words`: "one" is not among them, a pronoun as often as a count)."""
+    out: list[str] = []
+    for m in _NUMBER_WORD.finditer(text):
+        word = m.group(0).lower()
+        if word in out or _verbatim(word, abstract):
+            continue
+        if NUMBER_WORDS[word] not in abstract_index(abstract).numbers:
+            out.append(word)
+    return out
+
+
 _DIGITS = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 _DIGIT_WORD = re.compile(r"\S*\d\S*")  # a whitespace-separated word with a digit
 _ANY_DIGIT = re.compile(r"\d")
@@ -457,6 +472,7 @@ def _abstract_quantities(abstract: str) -> tuple[frozenset[str], frozenset[str]]
 
 # Numbers written as words: a statement's "three APIs" needs "three" or "3" in its evidence.
 NUMBER_WORDS = {word: str(value) for word, value in WORDS.number_words.items()}
+_NUMBER_WORD = re.compile(r"(?<![^\W_])(?:" + "|".join(NUMBER_WORDS) + r")(?![^\W_])", re.I)
 
 
 def spelled_numbers(text: str) -> set[str]:
@@ -687,14 +703,16 @@ def unsupported_tags(tags: list[str], abstract: str, taxonomy: Taxonomy) -> list
 
 def unconfirmed_tags(tags: list[str], abstract: str, taxonomy: Taxonomy) -> list[str]:
     """The supported tags of `tags` whose only support is an ambiguous phrase of theirs (the
-    offline tagger's `weak` phrases, e.g. "generalization" for generalization-ood, "Lie
-    group" for equivariant-networks) without the cue that settles it: shown marked, not as
-    fact."""
-    from pipeline.offline.tags import support
+    offline tagger's `weak` phrases, e.g. "generalization" for generalization-ood, "bias"
+    for fairness, without the cue that settles it) or a negated one ("does not use
+    attention"): shown marked, not as fact."""
+    from pipeline.offline.tags import negated_only, support
 
-    if all(t in support(abstract[:MAX_SUPPORT_CHARS], taxonomy) for t in tags):
+    abstract = abstract[:MAX_SUPPORT_CHARS]
+    negated = negated_only(abstract, taxonomy)
+    if not negated and all(t in support(abstract, taxonomy) for t in tags):
         return []
-    weak = _weakly_supported(abstract[:MAX_SUPPORT_CHARS], taxonomy)
+    weak = _weakly_supported(abstract, taxonomy)
     return [t for t in tags if t in weak]
 
 
@@ -784,27 +802,32 @@ def _with_umbrellas(found: set[str], taxonomy: Taxonomy) -> frozenset[str]:
 
 
 def _weakly_supported(abstract: str, taxonomy: Taxonomy) -> frozenset[str]:
-    """Supported tags whose only support is an ambiguous phrase of theirs (neither the offline
-    matcher, which reads one only with its cue, nor another phrase, nor a narrower tag)."""
-    from pipeline.offline.tags import support
+    """Supported tags whose only support is an ambiguous or a negated phrase of theirs: no
+    asserted mention for the offline matcher (which reads an ambiguous phrase only with its
+    cue), no other lexical phrase, no narrower tag."""
+    from pipeline.offline.tags import negated_only, support
 
     strong, weak = _lexical(abstract, taxonomy)
-    if not weak:
+    negated = negated_only(abstract, taxonomy)
+    if not weak and not negated:
         return frozenset()
-    confirmed = _with_umbrellas(set(support(abstract, taxonomy)) | (strong - weak), taxonomy)
-    return weak - confirmed
+    asserted = set(support(abstract, taxonomy) - negated) | (strong - weak)
+    return (weak | negated) - _with_umbrellas(asserted, taxonomy)
 
 
 @_per_taxonomy
 def _weak_phrases(taxonomy: Taxonomy) -> dict[str, tuple[tuple[str, ...], ...]]:
-    """Tag id -> the lemma sequences of its ambiguous phrases (tag_rules.yaml `weak`)."""
+    """Tag id -> the lemma sequences of its ambiguous phrases (offline/tag_rules.yaml `weak`
+    and grounding.yaml `ambiguous_support_phrases`)."""
     from pipeline.offline.tag_rules import WEAK
 
-    return {
-        tag_id: tuple(_lemma_seq(p) for p in phrases if _lemma_seq(p))
-        for tag_id, phrases in WEAK.items()
-        if tag_id in taxonomy.tags
-    }
+    out: dict[str, tuple[tuple[str, ...], ...]] = {}
+    for source in (WEAK, WORDS.ambiguous_support_phrases):
+        for tag_id, phrases in source.items():
+            if tag_id in taxonomy.tags:
+                seqs = [_lemma_seq(p) for p in phrases]
+                out[tag_id] = (*out.get(tag_id, ()), *(q for q in seqs if q))
+    return out
 
 
 def _lemma_seq(phrase: str) -> tuple[str, ...]:

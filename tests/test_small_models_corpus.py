@@ -31,17 +31,17 @@ def _checker():
 def test_every_answers_file_passes_the_annotators_structure_check(capsys):
     check = _checker().check
     files = sorted(FOLDER.glob("answers_*.yaml"))
-    assert len(files) == 18  # 3 annotators x (dev + heldout, heldout2, ..., heldout6)
+    assert len(files) == 21  # 3 annotators x (dev + heldout, heldout2, ..., heldout7)
     assert [p for f in files for p in check(f)] == []
 
 
-def test_the_corpus_is_seven_batches_of_unshipped_abstracts():
+def test_the_corpus_is_eight_batches_of_unshipped_abstracts():
     rows = [json.loads(x) for x in (FOLDER / "abstracts.jsonl").read_text().splitlines()]
     assert Counter(r["split"] for r in rows) == {
         "dev": 42, "heldout": 42, "heldout2": 42, "heldout3": 42, "heldout4": 42, "heldout5": 42,
-        "heldout6": 42,
+        "heldout6": 42, "heldout7": 42,
     }  # fmt: skip
-    assert len({r["paper_id"] for r in rows}) == len({r["abstract"] for r in rows}) == 294
+    assert len({r["paper_id"] for r in rows}) == len({r["abstract"] for r in rows}) == 336
     shipped = "\n".join(
         p.read_text(encoding="utf-8", errors="replace")
         for p in sorted((FOLDER.parents[1]).rglob("*"))
@@ -54,7 +54,7 @@ def test_the_corpus_is_seven_batches_of_unshipped_abstracts():
 
 
 @pytest.mark.parametrize(
-    "split", ["heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6"]
+    "split", ["heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7"]
 )
 def test_each_held_out_batch_has_the_size_and_fabrications_the_issue_asks(split):
     entries = small_models.load_corpus(split)
@@ -69,7 +69,7 @@ def test_each_held_out_batch_has_the_size_and_fabrications_the_issue_asks(split)
 
 @pytest.fixture(scope="module")
 def last_batch(tmp_path_factory):
-    entries = small_models.load_corpus("heldout4")
+    entries = small_models.load_corpus("heldout6")
     folder = tmp_path_factory.mktemp("smallmodels")
     plain, _run, _requests = small_models.run(
         entries, folder, max_reasks=0, compliant=False, name="r0"
@@ -85,6 +85,8 @@ def test_without_reasks_faithful_work_is_kept_and_nothing_fabricated_is_shown(la
     assert c["faithful_claims_kept"] / c["faithful_claims"] >= 0.95
     assert c["tag_accepted"] / c["tag_answers"] >= 0.90
     assert c["leaked"] == 0 and sum(v for k, v in c.items() if k.startswith("fabricated:")) >= 30
+    # heldout6's tag "generalization-ood" for "generalization performance" is shown marked
+    assert c["marked"] >= 1
 
 
 def test_with_reasks_a_compliant_model_gets_everything_through_but_fabrications(last_batch):

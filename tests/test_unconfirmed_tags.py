@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from pipeline.errors import OutputValidationError
 from pipeline.offline.tags import match_tags
 from pipeline.prompts import PACKAGE_PROMPTS_DIR
 from pipeline.report.markdown import _md_paper
@@ -131,3 +132,52 @@ def test_the_csv_has_a_column_for_unconfirmed_tags(stages):
     }
     columns = csv_columns(tuple(stages[name].spec for name in stage_names()))
     assert columns.index("unconfirmed_tags") == columns.index("keywords") + 1
+
+
+NPMT = (
+    "We present Neural Phrase-based Machine Translation (NPMT). Different from existing "
+    "neural machine translation approaches, NPMT does not use attention-based decoding "
+    "mechanisms. NPMT achieves superior performance on IWSLT 2014 German-English."
+)
+BIASES = (
+    "Natural language inference models rely on unwanted dataset biases. We train a bias-only "
+    "model and down-weight the biased examples, which improves robustness out of domain."
+)
+
+
+def test_a_tag_only_negated_in_the_abstract_is_unconfirmed(taxonomy, stages):
+    assert unconfirmed_tags(["transformers", "machine-translation"], NPMT, taxonomy) == [
+        "transformers"
+    ]
+    raw = '{"tags": ["machine-translation", "transformers"], "keywords": ["NPMT"]}'
+    parsed = stages["tags"].accept(raw, NPMT)
+    assert parsed.output["tags"] == ["machine-translation"]
+    assert parsed.output["unconfirmed"] == ["transformers"]
+    asserted = NPMT.replace("does not use", "uses")
+    assert unconfirmed_tags(["transformers"], asserted, taxonomy) == []
+
+
+def test_bias_alone_is_no_fairness_but_social_bias_is(taxonomy):
+    assert unconfirmed_tags(["fairness"], BIASES, taxonomy) == ["fairness"]
+    social = BIASES.replace("dataset biases", "gender bias against demographic groups")
+    assert unconfirmed_tags(["fairness"], social, taxonomy) == []
+
+
+@pytest.mark.parametrize(
+    ("tldr", "problem"),
+    [
+        ("NPMT beats attention on five benchmarks.", "five"),
+        ("NPMT runs ten-fold faster.", "ten"),
+        ("NPMT translates German-English with two decoders.", None),  # "2" stands for two
+        ("NPMT is one model for translation.", None),  # "one" is left out
+    ],
+)
+def test_a_tldr_count_spelled_out_must_be_in_the_abstract(stages, tldr, problem):
+    abstract = NPMT + " We use 2 decoders."
+    if problem is None:
+        assert stages["tldr"].parse(json.dumps({"tldr": tldr}), abstract)["tldr"] == tldr
+        return
+    with pytest.raises(
+        OutputValidationError, match=f"counts the abstract does not state: {problem}"
+    ):
+        stages["tldr"].parse(json.dumps({"tldr": tldr}), abstract)

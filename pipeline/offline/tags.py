@@ -411,7 +411,10 @@ class _Analysis:
         # What pipeline.support checks a tag against (negated mentions count there).
         self.supported = {m.tag for m in _in_context(found, matcher, cs, ci)}
         found = [m for m in found if not self._cancelled(m)]
-        weighed = _weigh(_in_context(found, matcher, cs, ci), text)
+        asserted = _in_context(found, matcher, cs, ci)
+        # Tags whose every mention is negated or contrasted ("does not use attention").
+        self.negated = self.supported - {m.tag for m in asserted}
+        weighed = _weigh(asserted, text)
         self.mentions = _listed(weighed, self.lower, self.gaps)
 
     def _cancelled(self, m: Mention) -> bool:
@@ -1126,7 +1129,7 @@ def match_tags(text: str, taxonomy: Taxonomy) -> tuple[list[str], list[str]]:
     """(tag ids, free keywords) for one abstract; always at least one tag."""
     matcher = matcher_for(taxonomy)
     analysis = _Analysis(matcher, text[:_MAX_CHARS])
-    _remember(text[:_MAX_CHARS], taxonomy, _support_of(analysis, taxonomy))
+    _remember(text[:_MAX_CHARS], taxonomy, analysis)
     return _select(analysis, matcher), _keywords(analysis, matcher)
 
 
@@ -1136,22 +1139,34 @@ def support(text: str, taxonomy: Taxonomy) -> frozenset[str]:
     model-family name, or a contribution cue. `match_tags` selects from these; a model's tag
     is checked against them (pipeline/support.py). Memoized for the last texts (`match_tags`
     leaves its own there: the offline backend's answer is checked without a second scan)."""
-    text = text[:_MAX_CHARS]
+    return _supported(text[:_MAX_CHARS], taxonomy)[0]
+
+
+def negated_only(text: str, taxonomy: Taxonomy) -> frozenset[str]:
+    """The tags of `support` whose every phrase in the text is negated or contrasted ("NPMT
+    does not use attention-based decoding"): support that asserts nothing (memoized with it)."""
+    return _supported(text[:_MAX_CHARS], taxonomy)[1]
+
+
+def _supported(text: str, taxonomy: Taxonomy) -> tuple[frozenset[str], frozenset[str]]:
     hit = _SUPPORT.get((text, id(taxonomy)))
     if hit is None or hit[0] is not taxonomy:
-        found = _support_of(_Analysis(matcher_for(taxonomy), text), taxonomy)
-        return _remember(text, taxonomy, found)
+        return _remember(text, taxonomy, _Analysis(matcher_for(taxonomy), text))
     return hit[1]
 
 
-_SUPPORT: dict[tuple[str, int], tuple[Taxonomy, frozenset[str]]] = {}
+_SUPPORT: dict[tuple[str, int], tuple[Taxonomy, tuple[frozenset[str], frozenset[str]]]] = {}
 
 
-def _remember(text: str, taxonomy: Taxonomy, found: frozenset[str]) -> frozenset[str]:
+def _remember(
+    text: str, taxonomy: Taxonomy, analysis: _Analysis
+) -> tuple[frozenset[str], frozenset[str]]:
+    found = _support_of(analysis, taxonomy)
     if len(_SUPPORT) >= 64:
         _SUPPORT.pop(next(iter(_SUPPORT)))
-    _SUPPORT[(text, id(taxonomy))] = (taxonomy, found)
-    return found
+    result = (found, found & analysis.negated)
+    _SUPPORT[(text, id(taxonomy))] = (taxonomy, result)
+    return result
 
 
 def _support_of(analysis: _Analysis, taxonomy: Taxonomy) -> frozenset[str]:

@@ -13,6 +13,7 @@ from pipeline.schemas import GroundingError, context_abstract
 from pipeline.stages.base import Shaped, StageSpec
 from pipeline.support import (
     abstract_index,
+    foreign_number_words,
     foreign_numbers,
     name_supported,
     name_tokens,
@@ -79,6 +80,10 @@ class TldrOutput(BaseModel):
         if _DIGIT.search(value) and (foreign := ungrounded_quantities(value, abstract)):
             raise GroundingError(
                 f"tldr contains numbers the abstract does not state: {', '.join(foreign)}"
+            )
+        if words := foreign_number_words(value, abstract):
+            raise GroundingError(
+                f"tldr contains counts the abstract does not state: {', '.join(words)}"
             )
         unknown = [n for n in name_tokens(value) if not name_supported(n, abstract)]
         if unknown:

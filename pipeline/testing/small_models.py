@@ -149,7 +149,7 @@ class CompliantModel:
         data = lenient(previous)
         text = str(data.get("tldr") if isinstance(data, dict) else data)
         text = re.sub(r"^\s*TL;?DR:\s*", "", text, flags=re.I)
-        said = r"numbers (?:not in the abstract|the abstract does not state): ([^\n]+)"
+        said = r"(?:numbers|counts) (?:not in the abstract|the abstract does not state): ([^\n]+)"
         for number in re.findall(said, followup):
             for n in number.split(", "):
                 words = text.split()
