@@ -392,11 +392,12 @@ def foreign_numbers(text: str, allowed: frozenset[str] | set[str]) -> list[str]:
 def foreign_number_words(text: str, abstract: str) -> list[str]:
     """Counts spelled as words in `text` ("five benchmarks", "ten-fold") that the abstract
     states neither as the word nor in digits, in order, each once (grounding.yaml's
-    `number_words`: "one" is not among them, a pronoun as often as a count)."""
+    `number_words`, where "one" is not, a pronoun as often as a count; nor "zero", which a
+    TL;DR writes as a kind of method: "zero-shot", "zero-sum")."""
     out: list[str] = []
     for m in _NUMBER_WORD.finditer(text):
         word = m.group(0).lower()
-        if word in out or _verbatim(word, abstract):
+        if word in out or word == "zero" or _verbatim(word, abstract):
             continue
         if NUMBER_WORDS[word] not in abstract_index(abstract).numbers:
             out.append(word)

@@ -170,6 +170,7 @@ def test_bias_alone_is_no_fairness_but_social_bias_is(taxonomy):
         ("NPMT runs ten-fold faster.", "ten"),
         ("NPMT translates German-English with two decoders.", None),  # "2" stands for two
         ("NPMT is one model for translation.", None),  # "one" is left out
+        ("NPMT translates zero-shot.", None),  # a kind of method, not a count
     ],
 )
 def test_a_tldr_count_spelled_out_must_be_in_the_abstract(stages, tldr, problem):
