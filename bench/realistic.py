@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--split",
         choices=(
+            "heldout8",
             "heldout7",
             "heldout6",
             "heldout5",
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
             "dev",
             "all",
         ),
-        default="heldout7",
+        default="heldout8",
     )
     parser.add_argument("--verbose", action="store_true", help="list what was lost")
     args = parser.parse_args(argv)
