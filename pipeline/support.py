@@ -229,36 +229,54 @@ def name_supported(name: str, abstract: str) -> bool:
 
 def keyword_supported(keyword: str, abstract: str) -> bool:
     """True when a keyword occurs in the abstract as `name_supported` decides, and a keyword
-    of plain lowercase words has them in a row: keywords are copied from the abstract (the
-    prompt asks so), while a dataset or baseline name may be assembled from its words."""
+    of several words has them in a row: keywords are copied from the abstract (the prompt
+    asks so), while a dataset or baseline name may be assembled from its words."""
     if not name_supported(keyword, abstract):
         return False
     return (
-        not _plain_phrase(keyword)
+        len(keyword.split()) < 2
         or _verbatim(keyword, abstract)
         or _phrase_in_a_row(keyword, abstract)
         or _unspaced(keyword, abstract)
     )
 
 
-_PLAIN_WORD = re.compile(r"[a-z]+(?:-[a-z]+)*")
-
-
-def _plain_phrase(name: str) -> bool:
-    """A phrase of two or more lowercase words and no list ("natural gradient"): a term,
-    not a name, so its words must stand together; scattered words are no support."""
-    words = [w for w in name.split() if w.lower() not in _SMALL_WORDS]
-    return len(words) > 1 and all(_PLAIN_WORD.fullmatch(w) for w in words)
+_ACRONYM = re.compile(r"[A-Z][A-Z0-9]*[A-Z]s?")
 
 
 def _phrase_in_a_row(name: str, abstract: str) -> bool:
     """The phrase's words, lemmatized, in a row of the abstract (small and generic words
-    aside, hyphens and PDF line breaks folded): "natural gradients" is in "the natural
-    gradient", not in "natural or relative gradient descent"."""
-    joined = _LINE_HYPHEN.sub("", abstract)
-    index = _content_lemma_index(joined)
-    words = [lemma(t) for t in tokens(name) if t not in _SMALL_WORDS and t not in GENERIC_WORDS]
-    return index.has_run(words)
+    aside, hyphens and PDF line breaks folded), an acronym standing for the words it
+    abbreviates: "natural gradients" is in "the natural gradient", not in "natural or
+    relative gradient descent"; "3D conditional GANs" is in "3D conditional Generative
+    Adversarial networks (GANs)", "Deep CFR" is not in "neural CFR ... deep learning"."""
+    index = _content_lemma_index(_LINE_HYPHEN.sub("", abstract))
+    kept = [t for t in tokens(name) if t not in _SMALL_WORDS and t not in GENERIC_WORDS]
+    words = [lemma(t) for t in kept]
+    if index.has_run(words):
+        return True
+    acronyms = {m.group(0).lower().rstrip("s") for m in _ACRONYM.finditer(name)}
+    if not acronyms & {t.rstrip("s") for t in kept}:
+        return False
+    pattern = [
+        (w, t.rstrip("s") if t.rstrip("s") in acronyms else None)
+        for w, t in zip(words, kept, strict=True)
+    ]
+    return any(_run_from(index.sequence, i, pattern) for i in range(len(index.sequence)))
+
+
+def _run_from(seq: tuple[str, ...], i: int, pattern: list[tuple[str, str | None]]) -> bool:
+    """`pattern` (lemma, acronym or None) matches `seq` from `i` on, word by word, an
+    acronym also as the run of words it has the initials of."""
+    if not pattern:
+        return True
+    word, acronym = pattern[0]
+    if i < len(seq) and seq[i] == word and _run_from(seq, i + 1, pattern[1:]):
+        return True
+    if acronym is None or i + len(acronym) > len(seq):
+        return False
+    initials = "".join(w[0] for w in seq[i : i + len(acronym)])
+    return initials == acronym and _run_from(seq, i + len(acronym), pattern[1:])
 
 
 _SPACES = re.compile(r"\s+")
@@ -725,7 +743,8 @@ def _lexical_support(abstract: str, taxonomy: Taxonomy) -> frozenset[str]:
 
 
 def _lexical(abstract: str, taxonomy: Taxonomy) -> tuple[frozenset[str], frozenset[str]]:
-    """(`_lexical_support`, the tags of it whose only phrase there is an ambiguous one)."""
+    """(`_lexical_support`, the tags of it whose only support there is an ambiguous phrase
+    or vocabulary words)."""
     key = (abstract, id(taxonomy))
     hit = _LEXICAL.get(key)
     if hit is not None and hit[0] is taxonomy:
@@ -745,7 +764,8 @@ def _lexical(abstract: str, taxonomy: Taxonomy) -> tuple[frozenset[str], frozens
                     found.add(tag_id)
         for tag_id in vocabulary.get(word, ()):
             hits[tag_id] = hits.get(tag_id, 0) + 1
-    found.update(tag_id for tag_id, n in hits.items() if n >= VOCABULARY_HITS)
+    # Scattered vocabulary words support a tag, but like an ambiguous phrase do not confirm it.
+    weak.update(tag_id for tag_id, n in hits.items() if n >= VOCABULARY_HITS)
     if len(_LEXICAL) >= 64:
         _LEXICAL.pop(next(iter(_LEXICAL)))
     result = (frozenset(found | weak), frozenset(weak - found))

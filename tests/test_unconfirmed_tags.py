@@ -182,3 +182,37 @@ def test_a_tldr_count_spelled_out_must_be_in_the_abstract(stages, tldr, problem)
         OutputValidationError, match=f"counts the abstract does not state: {problem}"
     ):
         stages["tldr"].parse(json.dumps({"tldr": tldr}), abstract)
+
+
+GANS = (
+    "Both models are 3D conditional Generative Adversarial networks (GANs). It is a successful "
+    "application of neural CFR with deep learning in large games."
+)
+
+
+@pytest.mark.parametrize(
+    ("keyword", "expected"),
+    [
+        ("3D conditional GANs", True),  # an acronym stands for the words it abbreviates
+        ("conditional GAN", True),
+        ("neural CFR", True),
+        ("Deep CFR", False),  # "deep" and "CFR" are both there, apart
+    ],
+)
+def test_a_keyword_with_an_acronym_needs_its_words_in_a_row_too(keyword, expected):
+    assert keyword_supported(keyword, GANS) is expected
+
+
+def test_scattered_vocabulary_words_or_theory_alone_do_not_confirm_a_tag(taxonomy):
+    dialogue = (
+        "We build a dialogue agent that reads a passage and answers questions about it with a "
+        "recurrent encoder."
+    )
+    tags = ["information-retrieval"]
+    assert unconfirmed_tags(tags, dialogue, taxonomy) == tags
+    position = "We present a theory of how the neocortex learns sequences of sensory inputs."
+    assert unconfirmed_tags(["deep-learning-theory"], position, taxonomy) == [
+        "deep-learning-theory"
+    ]
+    landscape = position + " We characterize the loss landscape of deep networks."
+    assert unconfirmed_tags(["deep-learning-theory"], landscape, taxonomy) == []
