@@ -262,7 +262,9 @@ def _phrase_in_a_row(name: str, abstract: str) -> bool:
         (w, t.rstrip("s") if t.rstrip("s") in acronyms else None)
         for w, t in zip(words, kept, strict=True)
     ]
-    return any(_run_from(index.sequence, i, pattern) for i in range(len(index.sequence)))
+    first, acronym = pattern[0]
+    starts = range(len(index.sequence)) if acronym else index.positions.get(first, ())
+    return any(_run_from(index.sequence, i, pattern) for i in starts)
 
 
 def _run_from(seq: tuple[str, ...], i: int, pattern: list[tuple[str, str | None]]) -> bool:
@@ -722,8 +724,9 @@ def unsupported_tags(tags: list[str], abstract: str, taxonomy: Taxonomy) -> list
 
 def unconfirmed_tags(tags: list[str], abstract: str, taxonomy: Taxonomy) -> list[str]:
     """The supported tags of `tags` whose only support is an ambiguous phrase of theirs (the
-    offline tagger's `weak` phrases, e.g. "generalization" for generalization-ood, "bias"
-    for fairness, without the cue that settles it) or a negated one ("does not use
+    offline tagger's `weak` phrases and grounding.yaml's `ambiguous_support_phrases`, e.g.
+    "generalization" for generalization-ood, "bias" for fairness, without the cue that
+    settles it), scattered words of their vocabulary, or negated mentions ("does not use
     attention"): shown marked, not as fact."""
     from pipeline.offline.tags import negated_only, support
 
@@ -823,9 +826,9 @@ def _with_umbrellas(found: set[str], taxonomy: Taxonomy) -> frozenset[str]:
 
 
 def _weakly_supported(abstract: str, taxonomy: Taxonomy) -> frozenset[str]:
-    """Supported tags whose only support is an ambiguous or a negated phrase of theirs: no
-    asserted mention for the offline matcher (which reads an ambiguous phrase only with its
-    cue), no other lexical phrase, no narrower tag."""
+    """Supported tags whose only support is an ambiguous phrase, vocabulary words or a
+    negated mention: no asserted mention for the offline matcher (which reads an ambiguous
+    phrase only with its cue), no other lexical phrase, no narrower tag."""
     from pipeline.offline.tags import negated_only, support
 
     strong, weak = _lexical(abstract, taxonomy)
