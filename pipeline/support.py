@@ -731,9 +731,9 @@ def unconfirmed_tags(tags: list[str], abstract: str, taxonomy: Taxonomy) -> list
     from pipeline.offline.tags import negated_only, support
 
     abstract = abstract[:MAX_SUPPORT_CHARS]
-    negated = negated_only(abstract, taxonomy)
-    if not negated and all(t in support(abstract, taxonomy) for t in tags):
-        return []
+    asserted = support(abstract, taxonomy) - negated_only(abstract, taxonomy)
+    if all(t in asserted for t in tags):
+        return []  # the offline matcher asserts each (the common case, and every offline answer)
     weak = _weakly_supported(abstract, taxonomy)
     return [t for t in tags if t in weak]
 
