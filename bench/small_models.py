@@ -1,6 +1,6 @@
 """The small-model corpus through the real pipeline and a local replay server.
 
-    python -m bench.realistic --corpus small-models [--split heldout6|...|dev|all] [--reasks N]
+    python -m bench.realistic --corpus small-models [--split heldout9|...|dev|all] [--reasks N]
                               [--verbose]
 
 The corpus, the compliant model and the scoring are pipeline/testing/small_models.py; each
@@ -9,8 +9,9 @@ run is one `digest run` against the replay server (pipeline/testing/replay_serve
 re-ask (`CompliantModel`) and, as a stress test, one that launders.
 
 Printed: faithful claims kept, TL;DRs accepted (and any "TL;DR:" prefix left), tag answers
-accepted, faithful tags and keywords kept, and every fabricated item that reached
-summaries.jsonl, by category and by model.
+accepted, faithful tags and keywords kept (and faithful tags shown marked unconfirmed), and
+every fabricated item that reached summaries.jsonl as fact, by category and by model; a
+fabricated tag in `unconfirmed` is counted apart ("shown marked"), not as a leak.
 """
 
 from __future__ import annotations
