@@ -167,14 +167,16 @@ class AbstractIndex:
 
     @cached_property
     def initials(self) -> frozenset[str]:
-        """Initials of every run of 2-6 words ("gan", "ptb"), all words or content words
-        only (built when an acronym is first checked: a 1 MB abstract seldom needs it)."""
-        words = [t for t in self.sequence if not t[0].isdigit()]
+        """Initials of every run of 3-6 words ("gan", "ptb"), all words or content words
+        only, and of every two content words in a row ("rl"); one-letter tokens ("i.e.")
+        start no word (built when an acronym is first checked: a 1 MB abstract seldom needs
+        it)."""
+        words = [t for t in self.sequence if not t[0].isdigit() and len(t) > 1]
         content = [t for t in words if t not in _SMALL_WORDS]
         out: set[str] = set()
-        for run in (words, content):
+        for run, smallest in ((words, 3), (content, 2)):
             firsts = [w[0] for w in run]
-            for size in range(2, 7):
+            for size in range(smallest, 7):
                 for i in range(len(firsts) - size + 1):
                     out.add("".join(firsts[i : i + size]))
         return frozenset(out)
@@ -281,6 +283,8 @@ def _run_from(seq: tuple[str, ...], i: int, pattern: list[tuple[str, str | None]
     return initials == acronym and _run_from(seq, i + len(acronym), pattern[1:])
 
 
+# "StarCraft II", "Atari 2600 III": a sequel's numeral is no acronym of the abstract's words
+_ROMAN = frozenset(["ii", "iii", "iv", "vi", "vii", "viii", "ix", "xi", "xii"])
 _SPACES = re.compile(r"\s+")
 MIN_UNSPACED_CHARS = 12
 
@@ -384,6 +388,7 @@ def _compound_supported(parts: list[str], index: AbstractIndex) -> bool:
         len(parts) == 1
         and letters.isalpha()
         and 2 <= len(letters) <= 6
+        and letters not in _ROMAN
         and (letters in index.initials)
     ):
         return True

@@ -15,7 +15,8 @@ ABSTRACT = (
     "drops from 1.2% to 0.6%1to in classifi- cation tasks. Our approach does not outperform "
     "the baselines on ImageNet. The proposed models were trained with a novel objective that "
     "is better than A but worse than B. ACE is even applicable to large-scale datasets "
-    "(no labels and no tuning), which is cheaper than prior methods."
+    "(no labels and no tuning), which is cheaper than prior methods. Comparable metrics are "
+    "not necessarily robust to these confounders."
 )
 
 # (the quote as a model writes it, the abstract's span that is stored)
@@ -54,6 +55,7 @@ REJECTED = [
     "The error drops from 1.2% to 0.6% in detection tasks",  # a word changed next to an artifact
     "ACE is applicable to small datasets",  # the quote's own words, changed
     "error drops",  # too short for any tolerance
+    "Comparable metrics are not robust to these confounders",  # a hedge left out
 ]
 
 

@@ -216,3 +216,24 @@ def test_scattered_vocabulary_words_or_theory_alone_do_not_confirm_a_tag(taxonom
     ]
     landscape = position + " We characterize the loss landscape of deep networks."
     assert unconfirmed_tags(["deep-learning-theory"], landscape, taxonomy) == []
+
+
+def test_a_negation_reaches_over_or_to_the_next_mention(taxonomy):
+    plug = (
+        "Large language models generate fluent text. Controlling attributes is difficult "
+        "without modifying the model architecture or fine-tuning on attribute-specific data."
+    )
+    assert unconfirmed_tags(["llm-fine-tuning"], plug, taxonomy) == ["llm-fine-tuning"]
+    # Across a comma the negation does not reach: "without X, or fine-tuning ..." asserts it.
+    comma = plug.replace("architecture or", "architecture, or")
+    assert unconfirmed_tags(["llm-fine-tuning"], comma, taxonomy) == []
+
+
+def test_a_sequel_numeral_is_no_acronym_of_the_abstracts_words(stages):
+    abstract = (
+        "We highlight three key ingredients, i.e. independent reasoning, and apply them to "
+        "challenging StarCraft micromanagement tasks with reinforcement learning."
+    )
+    with pytest.raises(OutputValidationError, match="'II'"):
+        stages["tldr"].parse('{"tldr": "It wins StarCraft II micromanagement."}', abstract)
+    assert name_supported("RL", abstract)  # two content words in a row still abbreviate

@@ -70,6 +70,8 @@ _TOKEN = re.compile(r"\w+")
 _NEGATORS = WORDS.negators
 _NEGATION_FILLERS = WORDS.negation_fillers  # "without the use of X"
 _NEGATION_REACH = 5
+_DISJUNCTIONS = frozenset({"or", "nor"})
+_DISJUNCTION_REACH = 6  # tokens a negation reaches back over before "or" ("without X or Y")
 _SPLIT = re.compile(r"(\w+)")
 _SPLIT_ASCII = re.compile(r"([0-9A-Z_a-z]+)")  # `_SPLIT` on ASCII text, faster
 
@@ -417,6 +419,16 @@ class _Analysis:
         weighed = _weigh(asserted, text)
         self.mentions = _listed(weighed, self.lower, self.gaps)
 
+    def _negated_before(self, end: int) -> bool:
+        """A negator among the few tokens before `end`, in the same clause (no comma,
+        semicolon or full stop between): the first part of a negated disjunction."""
+        for k in range(end - 1, max(-1, end - 1 - _DISJUNCTION_REACH), -1):
+            if any(ch in self.gaps[k] for ch in ",;.:"):
+                return False
+            if self.lower[k] in _NEGATORS:
+                return True
+        return False
+
     def _cancelled(self, m: Mention) -> bool:
         """A negated ('without RLHF'), contrasted ('unlike GANs') or hyphen-qualified
         ('DNA-like', 'attention-free') mention is not a topic of the abstract."""
@@ -429,6 +441,8 @@ class _Analysis:
             k -= 1
         if k >= 0 and k < start - 2 and lower[k] in _NEGATORS:
             return True
+        if start and lower[start - 1] in _DISJUNCTIONS and self._negated_before(start - 1):
+            return True  # "without modifying the architecture or fine-tuning"
         if m.end < len(lower) and self.gaps[m.end - 1] == "-" and lower[m.end] in _SUFFIX_BLOCKERS:
             return True
         if not before or before[-1] not in _PASSING_LAST:
