@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--split",
         choices=(
+            "heldout10",
             "heldout9",
             "heldout8",
             "heldout7",
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
             "dev",
             "all",
         ),
-        default="heldout9",
+        default="heldout10",
     )
     parser.add_argument("--verbose", action="store_true", help="list what was lost")
     args = parser.parse_args(argv)
