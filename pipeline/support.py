@@ -699,8 +699,10 @@ def name_tokens(sentence: str) -> list[str]:
             continue  # a quantity with its unit ("2x", "10k", "5-way"): checked as a number
         parts = word.split("-")
         if len(parts) > 1 and not any(p.isdigit() for p in parts):
-            # "GAN-generated", "VINS-initialized": the name is the name-like part
-            out += [p for p in parts if p and _name_like(p, starts_sentence and p == parts[0])]
+            # "GAN-generated", "VINS-initialized": the name is the name-like part; "MI-FGSM",
+            # all of whose parts are names, is one name ("MI" alone abbreviates too much)
+            named = [p for p in parts if p and _name_like(p, starts_sentence and p == parts[0])]
+            out += [word] if len(named) == len([p for p in parts if p]) else named
         elif _name_like(word, starts_sentence):
             out.append(word)
     return out

@@ -237,3 +237,13 @@ def test_a_sequel_numeral_is_no_acronym_of_the_abstracts_words(stages):
     with pytest.raises(OutputValidationError, match="'II'"):
         stages["tldr"].parse('{"tldr": "It wins StarCraft II micromanagement."}', abstract)
     assert name_supported("RL", abstract)  # two content words in a row still abbreviate
+
+
+def test_a_compound_of_names_is_checked_whole(stages):
+    abstract = (
+        "We propose the Nesterov Iterative Fast Gradient Sign Method (NI-FGSM), whose models "
+        "improve transferability, and integrate it with other attacks."
+    )
+    with pytest.raises(OutputValidationError, match="'MI-FGSM'"):
+        stages["tldr"].parse('{"tldr": "NI-FGSM beats MI-FGSM."}', abstract)
+    assert stages["tldr"].parse('{"tldr": "NI-FGSM transfers well."}', abstract)
