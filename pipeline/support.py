@@ -729,6 +729,23 @@ def unsupported_tags(tags: list[str], abstract: str, taxonomy: Taxonomy) -> list
     return [t for t in tags if t not in supported]
 
 
+def unsupported_topics(text: str, abstract: str, taxonomy: Taxonomy) -> list[str]:
+    """The phrases of `text` (a TL;DR) that name a taxonomy topic the abstract neither
+    supports nor writes ("named entity recognition" in a TL;DR of a paper that never
+    mentions it), each once."""
+    from pipeline.offline.tags import topic_phrases
+
+    found = topic_phrases(text, taxonomy)
+    if not found:
+        return []
+    supported = supported_tags(abstract, taxonomy)
+    out: list[str] = []
+    for tag_id, phrase in found:
+        if tag_id not in supported and phrase not in out and not name_supported(phrase, abstract):
+            out.append(phrase)
+    return out
+
+
 def unconfirmed_tags(tags: list[str], abstract: str, taxonomy: Taxonomy) -> list[str]:
     """The supported tags of `tags` whose only support is an ambiguous phrase of theirs (the
     offline tagger's `weak` phrases and grounding.yaml's `ambiguous_support_phrases`, e.g.

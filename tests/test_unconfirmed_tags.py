@@ -247,3 +247,15 @@ def test_a_compound_of_names_is_checked_whole(stages):
     with pytest.raises(OutputValidationError, match="'MI-FGSM'"):
         stages["tldr"].parse('{"tldr": "NI-FGSM beats MI-FGSM."}', abstract)
     assert stages["tldr"].parse('{"tldr": "NI-FGSM transfers well."}', abstract)
+
+
+def test_a_tldr_naming_a_topic_the_abstract_lacks_is_rejected(stages):
+    abstract = (
+        "Cross-View Training trains auxiliary modules on restricted views of unlabeled data "
+        "and improves semi-supervised image classification on CIFAR-10 and SVHN."
+    )
+    invented = '{"tldr": "Cross-View Training improves CIFAR-10 and named entity recognition."}'
+    with pytest.raises(OutputValidationError, match="topic the abstract does not: 'named entity"):
+        stages["tldr"].parse(invented, abstract)
+    said = '{"tldr": "Cross-View Training improves semi-supervised image classification."}'
+    assert stages["tldr"].parse(said, abstract)

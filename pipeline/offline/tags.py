@@ -1147,6 +1147,13 @@ def match_tags(text: str, taxonomy: Taxonomy) -> tuple[list[str], list[str]]:
     return _select(analysis, matcher), _keywords(analysis, matcher)
 
 
+def topic_phrases(text: str, taxonomy: Taxonomy) -> list[tuple[str, str]]:
+    """(tag id, phrase as the text's lowercase words) of every taxonomy mention a short text
+    (a TL;DR) asserts: a negated or contrasted one is left out."""
+    analysis = _Analysis(matcher_for(taxonomy), text[:_MAX_CHARS])
+    return [(m.tag, " ".join(analysis.lower[m.start : m.end])) for m in analysis.mentions]
+
+
 def support(text: str, taxonomy: Taxonomy) -> frozenset[str]:
     """Every tag the text gives some support for, as the matcher sees it: a phrase of the tag
     (an ambiguous one only with its context cue; negated or contrasted mentions count), a

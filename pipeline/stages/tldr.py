@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from pipeline.errors import OutputValidationError
-from pipeline.schemas import GroundingError, context_abstract
+from pipeline.schemas import GroundingError, context_abstract, context_taxonomy
 from pipeline.stages.base import Shaped, StageSpec
 from pipeline.support import (
     abstract_index,
@@ -18,6 +18,7 @@ from pipeline.support import (
     name_supported,
     name_tokens,
     ungrounded_quantities,
+    unsupported_topics,
 )
 from pipeline.taxonomy import Taxonomy
 from pipeline.text import (
@@ -89,6 +90,10 @@ class TldrOutput(BaseModel):
         if unknown:
             names = ", ".join(repr(n) for n in dict.fromkeys(unknown))
             raise GroundingError(f"tldr names what the abstract does not: {names}")
+        taxonomy = context_taxonomy(info)
+        if taxonomy is not None and (topics := unsupported_topics(value, abstract, taxonomy)):
+            names = ", ".join(repr(t) for t in topics)
+            raise GroundingError(f"tldr names a topic the abstract does not: {names}")
         return value
 
 

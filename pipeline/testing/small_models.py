@@ -154,7 +154,9 @@ class CompliantModel:
             for n in number.split(", "):
                 words = text.split()
                 text = " ".join(w for w in words if n.strip() not in w.replace(",", ""))
-        for names in re.findall(r"names what the abstract does not: ([^\n]+)", followup):
+        for names in re.findall(
+            r"names (?:what|a topic) the abstract does not: ([^\n]+)", followup
+        ):
             for n in re.findall(r"'([^']+)'", names):
                 text = text.replace(n, "")
         if "exactly one sentence" in followup:
