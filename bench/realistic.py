@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--split",
         choices=(
+            "heldout11",
             "heldout10",
             "heldout9",
             "heldout8",
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
             "dev",
             "all",
         ),
-        default="heldout10",
+        default="heldout11",
     )
     parser.add_argument("--verbose", action="store_true", help="list what was lost")
     args = parser.parse_args(argv)
