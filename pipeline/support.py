@@ -285,19 +285,21 @@ def _run_from(seq: tuple[str, ...], i: int, pattern: list[tuple[str, str | None]
 
 # "StarCraft II", "Atari 2600 III": a sequel's numeral is no acronym of the abstract's words
 _ROMAN = frozenset(["ii", "iii", "iv", "vi", "vii", "viii", "ix", "xi", "xii"])
-_SPACES = re.compile(r"\s+")
+_SQUEEZE = re.compile(r"[\s\-\u2010-\u2015'\u2018\u2019`]+")
 MIN_UNSPACED_CHARS = 12
 
 
 def _unspaced(name: str, abstract: str) -> bool:
-    """A name of several words found in the abstract once spaces are ignored: a PDF lost
-    one ("publishedstate-of-the-art" for "published state-of-the-art")."""
+    """A name of several words found in the abstract once spaces, hyphens and apostrophes
+    are ignored: a PDF lost a space ("publishedstate-of-the-art" for "published
+    state-of-the-art", "OpenAI’sGymand Deep-Mind’sdm-control" for "OpenAI's Gym and
+    DeepMind's dm-control")."""
     low = name.lower()
-    squeezed = _SPACES.sub("", low)
+    squeezed = _SQUEEZE.sub("", low)
     return (
         len(squeezed) >= MIN_UNSPACED_CHARS
-        and squeezed != low
-        and any(squeezed in _SPACES.sub("", text) for text in _lowered(abstract))
+        and " " in low.strip()
+        and any(squeezed in _SQUEEZE.sub("", text) for text in _lowered(abstract))
     )
 
 
@@ -576,7 +578,7 @@ def unstated_superiority(statement: str, evidence: str, abstract: str = "") -> s
     return claimed
 
 
-_NEGATORS = frozenset(("not", "never", "no"))
+_NEGATORS = frozenset(("not", "never", "no", "without"))
 _NEGATIVE_PREFIXES = frozenset(("un", "in", "im", "ir", "il", "non", "non-"))
 # Any word that may stem like an antonym: statements without one need no stemming.
 _ANTONYM_HINT = re.compile(
@@ -593,7 +595,8 @@ def contradictions(statement: str, evidence: str) -> list[str]:
     if not _ANTONYM_HINT.search(statement):
         return []
     prefixes = _antonym_prefixes()
-    said = {lemma(t) for t in tokens(statement) if t[:4] in prefixes}
+    said_tokens = tokens(statement)
+    said = {lemma(t) for t in said_tokens if t[:4] in prefixes}
     shown_tokens = tokens(evidence)
     shown = {lemma(t) for t in shown_tokens if t[:4] in prefixes}
     out = []
@@ -603,14 +606,16 @@ def contradictions(statement: str, evidence: str) -> list[str]:
                 x.endswith(y)
                 and x[: -len(y)] in _NEGATIVE_PREFIXES
                 and ly in _negated(shown_tokens)
+            ) or (
+                y.endswith(x) and y[: -len(x)] in _NEGATIVE_PREFIXES and lx in _negated(said_tokens)
             ):
-                continue
+                continue  # "unseen" for "not seen", "without supervision" for "unsupervised"
             out.append(f"{x!r} where its evidence says {y!r}")
     return out
 
 
 def _negated(words: list[str]) -> set[str]:
-    """Lemmas of the words right after a "not", "never" or "no"."""
+    """Lemmas of the words right after a "not", "never", "no" or "without"."""
     return {lemma(after) for before, after in itertools.pairwise(words) if before in _NEGATORS}
 
 

@@ -14,7 +14,7 @@ from pipeline.report.markdown import _md_paper
 from pipeline.rundir.paper import Paper
 from pipeline.rundir.writer import csv_columns
 from pipeline.stages import build_stages, stage_names
-from pipeline.support import keyword_supported, name_supported, unconfirmed_tags
+from pipeline.support import contradictions, keyword_supported, name_supported, unconfirmed_tags
 from pipeline.taxonomy import load_taxonomy
 
 # "generalization performance" is test accuracy here, not the topic generalization-ood.
@@ -259,3 +259,14 @@ def test_a_tldr_naming_a_topic_the_abstract_lacks_is_rejected(stages):
         stages["tldr"].parse(invented, abstract)
     said = '{"tldr": "Cross-View Training improves semi-supervised image classification."}'
     assert stages["tldr"].parse(said, abstract)
+
+
+def test_without_the_word_is_its_un_form_and_glued_pdf_names_are_found():
+    evidence = "our agent learns to write digits in an unsupervised manner"
+    assert contradictions("The agent learns to write digits without supervision.", evidence) == []
+    assert contradictions("The agent learns to write digits with supervision.", evidence)
+    abstract = (
+        "Lyceum is up to 10-20Xfaster than abstractions like OpenAI’sGymand Deep-Mind’sdm-control"
+    )
+    assert name_supported("OpenAI's Gym and DeepMind's dm-control", abstract)
+    assert not name_supported("OpenAI's Gym and DeepMind's Control Suite", abstract)
