@@ -16,7 +16,7 @@ ABSTRACT = (
     "the baselines on ImageNet. The proposed models were trained with a novel objective that "
     "is better than A but worse than B. ACE is even applicable to large-scale datasets "
     "(no labels and no tuning), which is cheaper than prior methods. Comparable metrics are "
-    "not necessarily robust to these confounders."
+    "not necessarily robust to these confounders. The learnt vectors improve over counts."
 )
 
 # (the quote as a model writes it, the abstract's span that is stored)
@@ -39,6 +39,7 @@ LOCATED = [
         "The proposed models were trained with a novel objective that is better than A",
     ),
     ("ACE is applicable to large-scale datasets", "ACE is even applicable to large-scale datasets"),
+    ("The learned vectors improve over counts", "The learnt vectors improve over counts"),  # en-GB
     (
         "ACE is even applicable ... which is cheaper than prior methods",  # elided aside
         "ACE is even applicable to large-scale datasets (no labels and no tuning), which is "
