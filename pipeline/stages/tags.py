@@ -7,8 +7,10 @@ the taxonomy twice.
 A model's answer is repaired before validation: a label, synonym, plural or other case of an
 id stands for that id; strings that name no tag are dropped (with a record), and the answer
 is re-asked only when no tag is left. Then every tag needs some support in the abstract
-(`pipeline.support.supported_tags`) and every keyword must occur in it: what fails is
-dropped with an errors.jsonl record; tags and keywords beyond the limits are cut.
+(`pipeline.support.supported_tags`) and every keyword must occur in it, its words in a row:
+what fails is dropped with an errors.jsonl record. A tag whose only support is ambiguous
+(`pipeline.support.unconfirmed_tags`) is kept apart, under `unconfirmed`. Tags and keywords
+beyond the limits are cut.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ class TagsOutput(BaseModel):
     tags: list[str] = Field(description="Taxonomy ids; the first is the primary topic.")
     keywords: list[str] = Field(default_factory=list, description="Up to 5 short keywords.")
     # Set by the check against the abstract, never asked of the model (COMPUTED_FIELDS):
-    # the model's tags whose only support is an ambiguous phrase, shown marked, not as fact.
+    # the model's tags whose only support is an ambiguous phrase, scattered vocabulary words
+    # or negated mentions (`support.unconfirmed_tags`), shown marked, not as fact.
     unconfirmed: list[str] = Field(default_factory=list)
 
     @field_validator("tags", "unconfirmed")
@@ -172,9 +175,9 @@ def _split_list(text: str) -> list[str]:
 
 def screen(output: Output, abstract: str, taxonomy: Taxonomy) -> Shaped:
     """Tags the abstract gives no support for and keywords it lacks are dropped (a record
-    each); tags whose only support is an ambiguous phrase move to `unconfirmed` (noted in
-    the provenance's repairs); the rest is cut to the limits. No supported tag at all
-    rejects the answer."""
+    each); tags the abstract supports without confirming them (`support.unconfirmed_tags`)
+    move to `unconfirmed` (noted in the provenance's repairs); the rest is cut to the
+    limits. No supported tag at all rejects the answer."""
     given = [
         *output["tags"],
         *(t for t in output.get("unconfirmed", ()) if t not in output["tags"]),
