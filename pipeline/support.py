@@ -233,13 +233,12 @@ def keyword_supported(keyword: str, abstract: str) -> bool:
     """True when a keyword occurs in the abstract as `name_supported` decides, and a keyword
     of several words has them in a row: keywords are copied from the abstract (the prompt
     asks so), while a dataset or baseline name may be assembled from its words."""
-    if not name_supported(keyword, abstract):
-        return False
-    return (
-        len(keyword.split()) < 2
-        or _verbatim(keyword, abstract)
-        or _phrase_in_a_row(keyword, abstract)
-        or _unspaced(keyword, abstract)
+    if _verbatim(keyword, abstract):
+        return True
+    if len(keyword.split()) < 2:
+        return name_supported(keyword, abstract)
+    return name_supported(keyword, abstract) and (
+        _phrase_in_a_row(keyword, abstract) or _unspaced(keyword, abstract)
     )
 
 
@@ -252,7 +251,7 @@ def _phrase_in_a_row(name: str, abstract: str) -> bool:
     abbreviates: "natural gradients" is in "the natural gradient", not in "natural or
     relative gradient descent"; "3D conditional GANs" is in "3D conditional Generative
     Adversarial networks (GANs)", "Deep CFR" is not in "neural CFR ... deep learning"."""
-    index = _content_lemma_index(_LINE_HYPHEN.sub("", abstract))
+    index = _content_lemma_index(_line_joined(abstract))
     kept = [t for t in tokens(name) if t not in _SMALL_WORDS and t not in GENERIC_WORDS]
     words = [lemma(t) for t in kept]
     if index.has_run(words):
@@ -314,9 +313,15 @@ def _name_indexes(abstract: str) -> Iterator[AbstractIndex]:
     each built only when the one before did not have the name."""
     yield abstract_index(abstract)
     yield abstract_index(_CAMEL.sub(" ", abstract))
-    joined = _LINE_HYPHEN.sub("", abstract)
+    joined = _line_joined(abstract)
     yield abstract_index(joined)
     yield _lemma_index(joined)
+
+
+@lru_cache(maxsize=64)
+def _line_joined(abstract: str) -> str:
+    """The abstract with PDF line-break hyphens joined ("poli- cies" -> "policies")."""
+    return _LINE_HYPHEN.sub("", abstract)
 
 
 @lru_cache(maxsize=64)
