@@ -37,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--split",
         choices=(
+            "heldout14",
+            "heldout13",
             "heldout12",
             "heldout11",
             "heldout10",
@@ -52,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
             "dev",
             "all",
         ),
-        default="heldout12",
+        default="heldout14",
     )
     parser.add_argument("--verbose", action="store_true", help="list what was lost")
     args = parser.parse_args(argv)
