@@ -147,6 +147,8 @@ def _abstract_tokens(abstract: str) -> _Tokens:
 
 
 def _root(word: str) -> str:
+    if word.endswith(("ies", "ied")) and len(word) >= 6:
+        return word[:-3] + "y"  # "studies", "studied": "study"
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)]
@@ -340,9 +342,17 @@ def _steps(
                 if _is_list_run(text, j, k) and (k == hi or text.sentence[k] == text.sentence[j]):
                     skipped(k, cost.add(skips=1))
         if started and i in piece_starts:  # an elision: skip freely within the sentence
+            correlative = False  # "not only X but (also) Y" asserts X and Y: no negation
             for k in range(j + 1, hi + 1):
-                if text.sentence[k - 1] != text.sentence[j] or (
-                    keys[k - 1] in NEGATIONS and not text.in_parens[k - 1]
+                skip = keys[k - 1]
+                if text.sentence[k - 1] != text.sentence[j]:
+                    break
+                if skip == "not" and k < len(keys) and keys[k] == "only":
+                    correlative = True
+                elif (
+                    skip in NEGATIONS
+                    and not text.in_parens[k - 1]
+                    and not (correlative and skip == "but")
                 ):
                     break
                 skipped(k, cost)

@@ -55,6 +55,7 @@ class GroundingWords(DataFile):
     antonyms: tuple[tuple[str, str], ...]
     superiority_words: Words
     comparison_words: Words
+    parity_words: Words
     support_phrases: dict[str, tuple[str, ...]]
     ambiguous_support_phrases: dict[str, tuple[str, ...]]
     vocabulary_stop: WordSet
@@ -581,6 +582,49 @@ def unstated_superiority(statement: str, evidence: str, abstract: str = "") -> s
     if shown & comparisons or any(t[0].isdigit() for t in shown):
         return None
     return claimed
+
+
+_WORD_AT = re.compile(r"[^\W\d_][\w'-]*")
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+(?=[A-Z0-9\\$(])")
+_CLAUSE_END = re.compile(r"[,;:]\s|[.!?][\"')\]]*\s+(?=[A-Z0-9\\$(])")
+PARITY_WORDS = WORDS.parity_words
+
+
+def comparison_widened(abstract: str, span: tuple[int, int]) -> tuple[int, int] | None:
+    """`span` grown, within its sentence, to the nearest superiority or comparison word
+    outside it ("particularly for tail queries" in "X improves recall, particularly for tail
+    queries" grows to "improves recall, particularly for tail queries"; a word after the span
+    takes the rest of its clause), or None: when the sentence has none, or when the span
+    grown span says "competitive", "comparable" or the like (parity is no superiority)."""
+    _claims, comparisons = _superiority()
+    start = 0
+    for m in _SENTENCE_END.finditer(abstract, 0, span[0] + 1):
+        start = m.end()
+    after = _SENTENCE_END.search(abstract, span[1])
+    end = after.start() + 1 if after else len(abstract)
+    best: tuple[int, int, int] | None = None
+    for m in _WORD_AT.finditer(abstract, start, end):
+        if span[0] <= m.start() < span[1]:
+            continue
+        word = m.group(0).lower()
+        if lemma(word) in comparisons or lemma(word.replace("-", "")) in comparisons:
+            gap = span[0] - m.end() if m.end() <= span[0] else m.start() - span[1]
+            if best is None or gap < best[0]:
+                best = (gap, m.start(), m.end())
+    if best is None:
+        return None
+    if best[1] < span[0]:
+        wider = best[1], span[1]
+    else:
+        clause = _CLAUSE_END.search(abstract, best[2], end)
+        stop = clause.start() if clause else end
+        wider = span[0], len(abstract[:stop].rstrip(" \n.!?;:,"))
+    return None if _lemmas(abstract[wider[0] : wider[1]]) & _parity() else wider
+
+
+@lru_cache(maxsize=1)
+def _parity() -> frozenset[str]:
+    return frozenset(lemma(w) for w in PARITY_WORDS)
 
 
 _NEGATORS = frozenset(("not", "never", "no", "without"))

@@ -14,7 +14,13 @@ from pipeline.report.markdown import _md_paper
 from pipeline.rundir.paper import Paper
 from pipeline.rundir.writer import csv_columns
 from pipeline.stages import build_stages, stage_names
-from pipeline.support import contradictions, keyword_supported, name_supported, unconfirmed_tags
+from pipeline.support import (
+    contradictions,
+    keyword_supported,
+    name_supported,
+    unconfirmed_tags,
+    unsupported_tags,
+)
 from pipeline.taxonomy import load_taxonomy
 
 # "generalization performance" is test accuracy here, not the topic generalization-ood.
@@ -270,3 +276,37 @@ def test_without_the_word_is_its_un_form_and_glued_pdf_names_are_found():
     )
     assert name_supported("OpenAI's Gym and DeepMind's dm-control", abstract)
     assert not name_supported("OpenAI's Gym and DeepMind's Control Suite", abstract)
+
+
+@pytest.mark.parametrize(
+    ("tag", "alone", "with_cue"),
+    [
+        # a sparse reward is a setting, exploration a topic
+        ("exploration",
+         "HTRPO optimizes policies in sparse reward environments within a trust region.",
+         "HTRPO explores sparse reward environments with an intrinsic curiosity bonus."),
+        # meshes are segmented too
+        ("image-segmentation",
+         "We refine a surface mapping by segmentation of the mesh and flattening of its parts.",
+         "We refine pixel masks of an image by segmentation of the scene."),
+    ],
+)  # fmt: skip
+def test_an_ambiguous_setting_needs_its_cue_to_confirm_a_topic(taxonomy, tag, alone, with_cue):
+    assert not _shown_as_fact(tag, alone, taxonomy)
+    assert _shown_as_fact(tag, with_cue, taxonomy)
+
+
+def test_backpropagation_alone_is_no_optimizer_paper(taxonomy):
+    boolean = (
+        "Since backpropagation is not possible through discrete variables, we derive a gradient "
+        "estimator for deep Boolean stochastic networks."
+    )
+    tag = "optimization-algorithms"
+    assert unconfirmed_tags([tag], boolean, taxonomy) == [tag]
+    assert _shown_as_fact(tag, boolean + " Its convergence rate beats SGD.", taxonomy)
+
+
+def _shown_as_fact(tag: str, abstract: str, taxonomy) -> bool:
+    return not unsupported_tags([tag], abstract, taxonomy) and not unconfirmed_tags(
+        [tag], abstract, taxonomy
+    )

@@ -19,10 +19,12 @@ from pipeline.spans import locate
 from pipeline.stages.base import Shaped, StageSpec
 from pipeline.support import (
     abstract_index,
+    comparison_widened,
     foreign_numbers,
     name_supported,
     spelled_numbers,
     statement_problems,
+    unstated_superiority,
 )
 from pipeline.taxonomy import Taxonomy
 from pipeline.text import canonical_number, normalize_ws, numbers_in
@@ -116,6 +118,12 @@ class Claim(BaseModel):
         assert self.span is not None
         context = _sentences_around(abstract, self.span)
         problems = statement_problems(self.statement, self.evidence, abstract, context)
+        if (
+            problems
+            and unstated_superiority(self.statement, self.evidence, abstract)
+            and self._widened_to_comparison(abstract, context)
+        ):
+            problems = []
         if problems:
             raise GroundingError(f"statement has {'; '.join(problems)}")
         for name in ("metric", "unit"):
@@ -130,6 +138,19 @@ class Claim(BaseModel):
             value = getattr(self, name)
             if value and not name_supported(value, abstract):
                 raise GroundingError(f"{what} {value!r} is not named in the abstract")
+
+    def _widened_to_comparison(self, abstract: str, context: str) -> bool:
+        """Store the evidence grown to the comparison of its sentence (`comparison_widened`)
+        when that settles every problem of the statement; False (nothing changed) if not."""
+        assert self.span is not None
+        wider = comparison_widened(abstract, self.span)
+        if wider is None:
+            return False
+        evidence = normalize_ws(abstract[wider[0] : wider[1]])
+        if statement_problems(self.statement, evidence, abstract, context):
+            return False
+        self.evidence, self.span = evidence, wider
+        return True
 
 
 def _sentences_around(abstract: str, span: tuple[int, int]) -> str:

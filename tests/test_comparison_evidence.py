@@ -1,0 +1,99 @@
+"""Evidence that quotes the detail of a comparison is stored with the comparison of its
+sentence (issue 20.1, claims: the statement's superiority must be in the stored evidence),
+and the near-verbatim tolerances added with it (issue 20.4)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipeline.alignment import align
+from pipeline.prompts import PACKAGE_PROMPTS_DIR
+from pipeline.stages import build_stages, stage_names
+from pipeline.support import comparison_widened
+from pipeline.taxonomy import load_taxonomy
+
+ABSTRACT = (
+    "We propose a neural retrieval model for product search. Deployed online, the model "
+    "improved retrieval performance and search quality considerably, particularly for tail "
+    "queries. It is competitive with existing dense retrievers on head queries, particularly "
+    "for long queries.\n Results demonstrate the robustness of the model over time."
+)
+
+
+@pytest.fixture(scope="module")
+def stages():
+    taxonomy = load_taxonomy(PACKAGE_PROMPTS_DIR / "taxonomy.yaml")
+    return build_stages(stage_names(), PACKAGE_PROMPTS_DIR, taxonomy)
+
+
+def _claim(statement: str, evidence: str) -> str:
+    return json.dumps(
+        {
+            "claims": [
+                {"statement": statement, "kind": "qualitative", "metric": None, "value": None,
+                 "unit": None, "dataset": None, "comparison": None, "evidence": evidence}
+            ]
+        }
+    )  # fmt: skip
+
+
+def test_a_quoted_detail_is_stored_with_the_comparison_of_its_sentence(stages):
+    raw = _claim(
+        "The model improves retrieval, particularly for tail queries.",
+        "particularly for tail queries",
+    )
+    parsed = stages["claims"].accept(raw, ABSTRACT)
+    (claim,) = parsed.output["claims"]
+    assert claim["evidence"] == (
+        "improved retrieval performance and search quality considerably, particularly for tail queries"
+    )
+    assert ABSTRACT[claim["span"][0] : claim["span"][1]] == claim["evidence"]
+
+
+def test_parity_is_never_grown_into_superiority(stages):
+    # The sentence says "competitive with", and "particularly" is no comparison: no growth.
+    raw = _claim(
+        "The model outperforms dense retrievers for long queries.", "particularly for long queries"
+    )
+    parsed = stages["claims"].accept(raw, ABSTRACT, keep_none=True)
+    assert parsed.output["claims"] == []
+    assert "superiority" in str(parsed.rejected[0].error)
+    start = ABSTRACT.index("particularly for long")
+    assert (
+        comparison_widened(ABSTRACT, (start, start + len("particularly for long queries"))) is None
+    )
+
+
+def test_the_comparison_must_be_in_the_same_sentence(stages):
+    # "over time" is in the last sentence, the evidence in the one before: a line break ends it.
+    start = ABSTRACT.index("It is competitive")
+    assert comparison_widened(ABSTRACT, (start, start + 12)) is None
+    raw = _claim(
+        "The model beats the baselines on robustness.",
+        "Results demonstrate the robustness of the model",
+    )
+    wider = stages["claims"].accept(raw, ABSTRACT).output["claims"][0]["evidence"]
+    assert wider == "Results demonstrate the robustness of the model over time"
+
+
+PLURAL = "Further ablation study confirms the effectiveness of each balancing component."
+CORRELATIVE = (
+    "The proposed method did not only outperform previous approaches at learning speed but "
+    "exhibits more robust extrapolation and learns online in real-time. The method does not "
+    "scale and is slow on large inputs."
+)
+
+
+def test_a_plural_in_y_and_its_verb_are_variants():
+    span = align(
+        PLURAL, "Further ablation studies confirm the effectiveness of each balancing component"
+    )
+    assert span is not None and PLURAL[span[0] : span[1]].startswith("Further ablation study")
+
+
+def test_an_elision_may_skip_a_not_only_but_never_a_negation():
+    span = align(CORRELATIVE, "The proposed method ... learns online in real-time")
+    assert span is not None and CORRELATIVE[span[0] : span[1]].endswith("real-time")
+    assert align(CORRELATIVE, "The method ... scale and is slow on large inputs") is None
