@@ -363,17 +363,23 @@ def _supported_part(name: str, index: AbstractIndex) -> bool:
         parts = [norm(p) for p in tokens(compound) if p not in GENERIC_WORDS or p[0].isdigit()]
         if not parts:
             continue
-        if not _compound_supported(parts, index):
+        # "ZO-SGD", all of whose parts are acronyms, is one name: "ZO-signSGD" is not it
+        pieces = [p for p in compound.split("-") if p]
+        gap = 0 if len(pieces) > 1 and all(_ACRONYM.fullmatch(p) for p in pieces) else COMPOUND_GAP
+        if not _compound_supported(parts, index, gap):
             return False
     return True
 
 
-def _compound_supported(parts: list[str], index: AbstractIndex) -> bool:
-    if index.has_run(parts, COMPOUND_GAP):
+def _compound_supported(parts: list[str], index: AbstractIndex, gap: int = COMPOUND_GAP) -> bool:
+    if index.has_run(parts, gap):
         return True
     joined = " ".join(parts)
-    if joined in ABBREVIATIONS and index.has_run(ABBREVIATIONS[joined].split(), COMPOUND_GAP):
-        return True
+    short = (
+        joined if joined in ABBREVIATIONS else joined[:-1] if joined[:-1] in ABBREVIATIONS else ""
+    )
+    if short and index.has_run(_long_form(ABBREVIATIONS[short], index), COMPOUND_GAP):
+        return True  # "CNNs" for "deep convolutional networks"
     long_forms = [k for k, v in ABBREVIATIONS.items() if v == joined]
     if any(index.has_run(k.split()) for k in long_forms):
         return True
@@ -406,6 +412,11 @@ def _compound_supported(parts: list[str], index: AbstractIndex) -> bool:
         and all(p.isalpha() for p in parts)
         and "".join(p[0] for p in parts) in index.acronyms
     )
+
+
+def _long_form(words: str, index: AbstractIndex) -> list[str]:
+    """The words of an abbreviation's long form as `index` holds them (lemmas or words)."""
+    return [lemma(w) for w in words.split()] if index.lemmas else words.split()
 
 
 def foreign_numbers(text: str, allowed: frozenset[str] | set[str]) -> list[str]:
@@ -556,7 +567,8 @@ COMPARISON_WORDS = WORDS.comparison_words
 @lru_cache(maxsize=1)
 def _superiority() -> tuple[frozenset[str], frozenset[str]]:
     """(lemmas of SUPERIORITY_WORDS, lemmas of the superiority and comparison words)."""
-    claims = frozenset(lemma(w) for w in SUPERIORITY_WORDS)
+    # "state-of-the-art" as `tokens` reads it without hyphens too ("stateoftheart")
+    claims = frozenset(lemma(v) for w in SUPERIORITY_WORDS for v in (w, w.replace("-", "")))
     return claims, claims | frozenset(lemma(w) for w in COMPARISON_WORDS)
 
 
@@ -566,28 +578,58 @@ _CAPITALIZED_RUN = re.compile(r"\b[A-Z][\w'-]*(?:[ -][A-Z0-9][\w'-]*)+")
 
 
 def unstated_superiority(statement: str, evidence: str, abstract: str = "") -> str | None:
-    """The superiority word of a statement whose evidence states no comparison at all
-    ("outperforms" for "is competitive with"), else None; the words of a name the abstract
-    writes ("Faster R-CNN") are no claim."""
+    """The superiority word of a statement whose evidence states no comparison at all, or
+    states it only after a parity word ("outperforms" for "matches the state of the art"),
+    else None; the words of a name the abstract writes ("Faster R-CNN") are no claim."""
     claims, comparisons = _superiority()
-    claimed = next((w for t in tokens(statement) if (w := lemma(t)) in claims), None)
+    claimed = next((w for t in _unmatched(tokens(statement)) if (w := lemma(t)) in claims), None)
     if claimed is not None and abstract:  # names are looked up only for a claiming word
         unnamed = _CAPITALIZED_RUN.sub(
             lambda m: " " if _verbatim(m.group(0), abstract) else m.group(0), statement
         )
-        claimed = next((w for t in tokens(unnamed) if (w := lemma(t)) in claims), None)
+        claimed = next((w for t in _unmatched(tokens(unnamed)) if (w := lemma(t)) in claims), None)
     if claimed is None:
         return None
-    shown = {lemma(t) for t in (*tokens(evidence), *tokens(evidence.replace("-", "")))}
-    if shown & comparisons or any(t[0].isdigit() for t in shown):
+    words = [*tokens(evidence), *tokens(evidence.replace("-", ""))]
+    shown = {lemma(t) for t in _unmatched(words)}
+    if shown & comparisons:
         return None
-    return claimed
+    return None if any(t[0].isdigit() for t in shown) and _states_quantity(evidence) else claimed
+
+
+def _states_quantity(text: str) -> bool:
+    """A quantity is written in `text`: a result to compare. The number of a name
+    ("CIFAR-10", "GPT-4") is none; one glued to a word by a PDF ("attains76.8%") is."""
+    quantities, names = numbers_and_names(text)
+    return bool(quantities) or any(
+        not any(ch.isupper() for ch in name) or "%" in name or re.search(r"\d\.\d", name)
+        for name in names
+    )
+
+
+def _unmatched(words: list[str]) -> list[str]:
+    """`words` without those a parity word governs: "matches state-of-the-art approaches"
+    states no superiority."""
+    out = []
+    for k, word in enumerate(words):
+        before = words[max(0, k - PARITY_REACH) : k]
+        at = max((i for i, w in enumerate(before) if w in PARITY_WORDS), default=-1)
+        if at >= 0 and _DISJUNCTS.isdisjoint(before[at + 1 :]):
+            continue  # but "matches or outperforms", "similar (sometimes better)": stated
+        out.append(word)
+    return out
+
+
+_DISJUNCTS = frozenset(("or", "and", "sometimes", "even", "often"))
+
+
+PARITY_REACH = 3  # words a parity word governs after it ("comparable to the state-of-the-art")
 
 
 _WORD_AT = re.compile(r"[^\W\d_][\w'-]*")
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+(?=[A-Z0-9\\$(])")
 _CLAUSE_END = re.compile(r"[,;:]\s|[.!?][\"')\]]*\s+(?=[A-Z0-9\\$(])")
-PARITY_WORDS = WORDS.parity_words
+PARITY_WORDS = frozenset(tokens(" ".join(WORDS.parity_words)))  # as `tokens` writes them
 
 
 def comparison_widened(abstract: str, span: tuple[int, int]) -> tuple[int, int] | None:
@@ -619,12 +661,7 @@ def comparison_widened(abstract: str, span: tuple[int, int]) -> tuple[int, int] 
         clause = _CLAUSE_END.search(abstract, best[2], end)
         stop = clause.start() if clause else end
         wider = span[0], len(abstract[:stop].rstrip(" \n.!?;:,"))
-    return None if _lemmas(abstract[wider[0] : wider[1]]) & _parity() else wider
-
-
-@lru_cache(maxsize=1)
-def _parity() -> frozenset[str]:
-    return frozenset(lemma(w) for w in PARITY_WORDS)
+    return None if PARITY_WORDS.intersection(tokens(abstract[wider[0] : wider[1]])) else wider
 
 
 _NEGATORS = frozenset(("not", "never", "no", "without"))
@@ -664,8 +701,19 @@ def contradictions(statement: str, evidence: str) -> list[str]:
 
 
 def _negated(words: list[str]) -> set[str]:
-    """Lemmas of the words right after a "not", "never", "no" or "without"."""
-    return {lemma(after) for before, after in itertools.pairwise(words) if before in _NEGATORS}
+    """Lemmas of the words right after a "not", "never", "no" or "without" (an article or
+    "any" between: "without any supervision")."""
+    out = set()
+    for k, before in enumerate(words[:-1]):
+        if before in _NEGATORS:
+            after = k + 1
+            while after < len(words) - 1 and words[after] in _NEGATION_FILLERS:
+                after += 1
+            out.add(lemma(words[after]))
+    return out
+
+
+_NEGATION_FILLERS = frozenset(("any", "a", "an", "the"))
 
 
 @lru_cache(maxsize=1)
@@ -756,7 +804,9 @@ def name_tokens(sentence: str) -> list[str]:
             # "GAN-generated", "VINS-initialized": the name is the name-like part; "MI-FGSM",
             # all of whose parts are names, is one name ("MI" alone abbreviates too much)
             named = [p for p in parts if p and _name_like(p, starts_sentence and p == parts[0])]
-            out += [word] if len(named) == len([p for p in parts if p]) else named
+            greek = [p for p in parts if len(p) == 1 and "\u03b1" <= p.lower() <= "\u03c9"]
+            whole = named and len(named) + len(greek) == len([p for p in parts if p])
+            out += [word] if whole else named  # "β-VAE" is one name too
         elif _name_like(word, starts_sentence):
             out.append(word)
     return out

@@ -97,3 +97,34 @@ def test_an_elision_may_skip_a_not_only_but_never_a_negation():
     span = align(CORRELATIVE, "The proposed method ... learns online in real-time")
     assert span is not None and CORRELATIVE[span[0] : span[1]].endswith("real-time")
     assert align(CORRELATIVE, "The method ... scale and is slow on large inputs") is None
+
+
+NAS = (
+    "We develop an exponentiated gradient method for NAS that matches state-of-the-art "
+    "approaches on CIFAR-10. Our scheme matches or surpasses the accuracy of the full-precision "
+    "network. Compared to prior approaches, experiments show a factor of 2 decrease in memory "
+    "requirements with minor degradation in accuracy."
+)
+
+
+@pytest.mark.parametrize(
+    ("statement", "evidence", "kept"),
+    [
+        # parity governs "state-of-the-art"; the digits of "CIFAR-10" are a name, no result
+        ("The method outperforms state-of-the-art approaches on CIFAR-10.",
+         "matches state-of-the-art approaches on CIFAR-10", False),
+        ("The method matches state-of-the-art approaches on CIFAR-10.",
+         "matches state-of-the-art approaches on CIFAR-10", True),
+        # "or" after the parity word states the superiority too
+        ("The scheme surpasses the accuracy of the full-precision network.",
+         "matches or surpasses the accuracy of the full-precision network", True),
+        # a decrease is a superiority word: the evidence grows to it
+        ("The memory reduction comes with minor degradation in accuracy.",
+         "with minor degradation in accuracy", True),
+    ],
+)  # fmt: skip
+def test_parity_states_no_superiority(stages, statement, evidence, kept):
+    parsed = stages["claims"].accept(_claim(statement, evidence), NAS, keep_none=True)
+    assert bool(parsed.output["claims"]) is kept, parsed.rejected
+    if kept and "degradation" in evidence:
+        assert parsed.output["claims"][0]["evidence"].startswith("decrease in memory")

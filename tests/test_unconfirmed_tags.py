@@ -18,6 +18,7 @@ from pipeline.support import (
     contradictions,
     keyword_supported,
     name_supported,
+    name_tokens,
     unconfirmed_tags,
     unsupported_tags,
 )
@@ -310,3 +311,29 @@ def _shown_as_fact(tag: str, abstract: str, taxonomy) -> bool:
     return not unsupported_tags([tag], abstract, taxonomy) and not unconfirmed_tags(
         [tag], abstract, taxonomy
     )
+
+
+def test_fixed_abbreviations_and_whole_names():
+    abstract = (
+        "We study deep convolutional networks trained on language and extensions to the "
+        "variational autoencoder family, and ZO-signSGD, a zeroth-order (ZO) variant of signSGD "
+        "and SGD-type methods."
+    )
+    assert name_supported("CNNs", abstract) and name_supported("VAE", abstract)
+    # all of whose parts are acronyms: one name, not "ZO" near "SGD"
+    assert not name_supported("ZO-SGD", abstract) and name_supported("ZO-signSGD", abstract)
+    # a Greek letter makes a compound one name: "β-VAE" is no VAE
+    assert name_tokens("A β-VAE trained with MI-FGSM.") == ["β-VAE", "MI-FGSM"]
+    assert not name_supported("β-VAE", abstract)
+
+
+def test_without_any_is_a_negation_too():
+    evidence = "learn a generative model from natural images in a fully unsupervised way"
+    assert contradictions("It learns the model without any supervision.", evidence) == []
+
+
+def test_agents_alone_are_no_reinforcement_learning(taxonomy):
+    plans = "We recognize the plans of agents from video with an approximate domain model."
+    assert not _shown_as_fact("reinforcement-learning", plans, taxonomy)
+    rl = "Agents learn policies from rewards with reinforcement learning."
+    assert _shown_as_fact("reinforcement-learning", rl, taxonomy)
