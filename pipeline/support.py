@@ -25,7 +25,6 @@ Everything a reader sees is checked against the abstract (pipeline/stages/ calls
 
 from __future__ import annotations
 
-import itertools
 import re
 import unicodedata
 from collections.abc import Iterator
