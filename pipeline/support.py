@@ -55,6 +55,8 @@ class GroundingWords(DataFile):
     superiority_words: Words
     comparison_words: Words
     parity_words: Words
+    distinct_stems: dict[str, str]
+    metric_names: WordSet
     support_phrases: dict[str, tuple[str, ...]]
     ambiguous_support_phrases: dict[str, tuple[str, ...]]
     vocabulary_stop: WordSet
@@ -237,22 +239,29 @@ def keyword_supported(keyword: str, abstract: str) -> bool:
         return True
     if len(keyword.split()) < 2:
         return name_supported(keyword, abstract)
+    plain = keyword == keyword.lower()
     return name_supported(keyword, abstract) and (
-        _phrase_in_a_row(keyword, abstract) or _unspaced(keyword, abstract)
+        _phrase_in_a_row(keyword, abstract, keep_generic=plain) or _unspaced(keyword, abstract)
     )
 
 
 _ACRONYM = re.compile(r"[A-Z][A-Z0-9]*[A-Z]s?")
 
 
-def _phrase_in_a_row(name: str, abstract: str) -> bool:
+def _phrase_in_a_row(name: str, abstract: str, *, keep_generic: bool = False) -> bool:
     """The phrase's words, lemmatized, in a row of the abstract (small and generic words
     aside, hyphens and PDF line breaks folded), an acronym standing for the words it
     abbreviates: "natural gradients" is in "the natural gradient", not in "natural or
     relative gradient descent"; "3D conditional GANs" is in "3D conditional Generative
     Adversarial networks (GANs)", "Deep CFR" is not in "neural CFR ... deep learning"."""
     index = _content_lemma_index(_line_joined(abstract))
-    kept = [t for t in tokens(name) if t not in _SMALL_WORDS and t not in GENERIC_WORDS]
+    # A generic word the abstract uses elsewhere is kept when asked: "virtual adversarial
+    # training" is not in "Virtual Adversarial Domain Adaptation ... adversarial training";
+    # one it never uses is the model's addition ("gradient descent method").
+    used = _word_set(abstract) if keep_generic else frozenset()
+    kept = [
+        t for t in tokens(name) if t not in _SMALL_WORDS and (t not in GENERIC_WORDS or t in used)
+    ]
     words = [lemma(t) for t in kept]
     if index.has_run(words):
         return True
@@ -768,8 +777,9 @@ def statement_problems(
         # The statement is the evidence's own sentence (what the offline extractor writes):
         # its names and words are the abstract's, and it cannot contradict itself.
         return problems
-    unknown = [n for n in name_tokens(statement) if not name_supported(n, abstract)]
-    problems += [f"{n!r}, which the abstract does not name" for n in dict.fromkeys(unknown)]
+    problems += [
+        f"{n!r}, which the abstract does not name" for n in unsupported_names(statement, abstract)
+    ]
     problems += contradictions(statement, evidence)
     if (claimed := unstated_superiority(statement, evidence, abstract)) is not None:
         problems.append(f"a claim of superiority ({claimed!r}) its evidence does not state")
@@ -809,6 +819,59 @@ def name_tokens(sentence: str) -> list[str]:
         elif _name_like(word, starts_sentence):
             out.append(word)
     return out
+
+
+def name_runs(sentence: str) -> list[str]:
+    """Runs of two or more names written one after the other, spaces only between ("Value
+    Iteration Networks", "KITTI MOTS"): one name each, which the abstract must write as a
+    whole, not word by word."""
+    names = set(name_tokens(sentence))
+    if len(names) < 2:
+        return []
+    out: list[str] = []
+    run: list[str] = []
+    end = 0
+    for m in _NAME_TOKEN.finditer(sentence):
+        raw = m.group(0)
+        core = raw.strip(".!?'\"’")
+        possessive = core.endswith(("'s", "’s"))
+        if possessive:
+            core = core[:-2]
+        if run and sentence[end : m.start()].strip(" "):
+            out += [" ".join(run)] if len(run) >= 2 else []
+            run = []
+        if core in names and core.lower() not in WORDS.metric_names:
+            run.append(core)
+        else:
+            out += [" ".join(run)] if len(run) >= 2 else []
+            run = []
+        if possessive or raw != raw.rstrip(".!?"):  # "MobileBERT's F1" is no one name
+            out += [" ".join(run)] if len(run) >= 2 else []
+            run = []
+        end = m.end()
+    return out + ([" ".join(run)] if len(run) >= 2 else [])
+
+
+def unsupported_names(text: str, abstract: str) -> list[str]:
+    """The names of `text` (`name_tokens`, then `name_runs`) the abstract does not write,
+    each once."""
+    unknown = [n for n in name_tokens(text) if not name_supported(n, abstract)]
+    if not unknown:
+        unknown = [r for r in name_runs(text) if not _run_written(r, abstract)]
+    return list(dict.fromkeys(unknown))
+
+
+def _run_written(run: str, abstract: str) -> bool:
+    """A run of names stands in the abstract: as written (any case, hyphens, plurals), or
+    as an acronym of it ("KITTI MOT" for "KITTI Multi-Object Tracking")."""
+    if _verbatim(run, abstract) or _unspaced(run, abstract):
+        return True
+    # "Nesterov Momentum" for "Nesterov's momentum", "YouTube Content ID" for "YouTube's ..."
+    bare = _POSSESSIVE.sub("", abstract)
+    return _phrase_in_a_row(run, bare, keep_generic=True)
+
+
+_POSSESSIVE = re.compile(r"(?<=\w)['’]s\b")
 
 
 def _name_like(word: str, starts_sentence: bool) -> bool:
@@ -992,7 +1055,7 @@ def lemma(word: str) -> str:
     if found is None:
         if len(_LEMMAS) > 100_000:
             _LEMMAS.clear()
-        found = _LEMMAS[word] = _stemmer().stemWord(word)
+        found = _LEMMAS[word] = _DISTINCT_STEMS.get(word) or _stemmer().stemWord(word)
     return found
 
 
@@ -1007,6 +1070,7 @@ def _stemmer() -> Any:
 
 
 _LEMMAS: dict[str, str] = {}
+_DISTINCT_STEMS = WORDS.distinct_stems
 
 
 @lru_cache(maxsize=256)

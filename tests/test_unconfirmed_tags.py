@@ -20,6 +20,7 @@ from pipeline.support import (
     name_supported,
     name_tokens,
     unconfirmed_tags,
+    unsupported_names,
     unsupported_tags,
 )
 from pipeline.taxonomy import load_taxonomy
@@ -337,3 +338,37 @@ def test_agents_alone_are_no_reinforcement_learning(taxonomy):
     assert not _shown_as_fact("reinforcement-learning", plans, taxonomy)
     rl = "Agents learn policies from rewards with reinforcement learning."
     assert _shown_as_fact("reinforcement-learning", rl, taxonomy)
+
+
+def test_a_run_of_names_is_one_name():
+    abstract = (
+        "A recursive network emulates the backup of a value  iteration algorithm, and beats "
+        "Nesterov's momentum on the CoQA leaderboard's F1 score."
+    )
+    assert unsupported_names("It generalizes Value Iteration Networks.", abstract) == [
+        "Value Iteration Networks"
+    ]
+    # a possessive, a metric after a dataset, and a run the abstract writes are fine
+    for text in ("It beats Nesterov Momentum.", "It raises the CoQA F1 score.",
+                 "MobileBERT's F1 is higher."):  # fmt: skip
+        assert unsupported_names(text, abstract + " MobileBERT") == [], text
+
+
+def test_a_plain_keyword_keeps_its_generic_words():
+    abstract = (
+        "We propose Virtual Adversarial Domain Adaptation, which combines domain adversarial "
+        "training with a penalty term."
+    )
+    assert not keyword_supported("virtual adversarial training", abstract)
+    assert keyword_supported("domain adversarial training", abstract)
+    assert keyword_supported("Virtual Adversarial Domain Adaptation", abstract)
+
+
+def test_optimal_is_no_optimization(taxonomy):
+    control = "We show that a Nash equilibrium can be found by solving an optimal control problem."
+    assert unsupported_tags(["optimization-algorithms"], control, taxonomy) == [
+        "optimization-algorithms"
+    ]
+    assert _shown_as_fact(
+        "optimization-algorithms", control + " We study its optimization.", taxonomy
+    )

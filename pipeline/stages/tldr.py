@@ -15,9 +15,8 @@ from pipeline.support import (
     abstract_index,
     foreign_number_words,
     foreign_numbers,
-    name_supported,
-    name_tokens,
     ungrounded_quantities,
+    unsupported_names,
     unsupported_topics,
 )
 from pipeline.taxonomy import Taxonomy
@@ -86,9 +85,8 @@ class TldrOutput(BaseModel):
             raise GroundingError(
                 f"tldr contains counts the abstract does not state: {', '.join(words)}"
             )
-        unknown = [n for n in name_tokens(value) if not name_supported(n, abstract)]
-        if unknown:
-            names = ", ".join(repr(n) for n in dict.fromkeys(unknown))
+        if unknown := unsupported_names(value, abstract):
+            names = ", ".join(repr(n) for n in unknown)
             raise GroundingError(f"tldr names what the abstract does not: {names}")
         taxonomy = context_taxonomy(info)
         if taxonomy is not None and (topics := unsupported_topics(value, abstract, taxonomy)):
