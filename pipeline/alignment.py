@@ -12,7 +12,7 @@ that crosses a sentence end), and these edits are all that is allowed (the bound
 
 - a word split or joined ("classifi- cation" = "classification");
 - at most `MAX_CHANGED_WORDS` changed words, each a *variant* of the abstract's word (the
-  same root: model/models, propose/proposed; another form of be, have or do: was/were; a
+  same root: model/models, propose/proposed, study/studies; another form of be, have or do: was/were; a
   preposition or comparative of the same sense: to/into, less/fewer; a spelling variant:
   same first two letters, 5 letters or more, edit distance 1, or 2 from 8 letters on), or
   one word of the abstract left out ("applicable" for "even applicable");
@@ -24,7 +24,7 @@ that crosses a sentence end), and these edits are all that is allowed (the bound
 - at most `MAX_ARTICLES` articles ("a", "an", "the") added or left out;
 - an elision ("...", "…", "[...]"): the text between two pieces of the quote is skipped,
   within one sentence, unless it holds a negation or a contrast ("not", "without", "but",
-  "while", ...) outside parentheses;
+  "while", ...) outside parentheses (the "not only ... but" of a correlative is neither);
 - a list item rebuilt from its sentence: at most `MAX_LIST_SKIPS` runs of the quote's own
   sentence skipped, each at most `MAX_LIST_RUN` words of list material (it starts with
   "and"/"or" or touches a comma or semicolon, or is "respectively") holding no polarity word

@@ -46,7 +46,8 @@ class Claim(BaseModel):
     Shape is lenient (a number sent as a JSON number becomes a string, `kind` in any case,
     a missing nullable field is null); content is not (see `_grounded`): the evidence is
     located in the abstract (near-verbatim allowed, pipeline/alignment.py) and stored as the
-    abstract's own text; the value and every quantity of the statement occur in the
+    abstract's own text (grown to the comparison of its sentence when the statement claims
+    one the quote left out: `support.comparison_widened`); the value and every quantity of the statement occur in the
     evidence; a named number of the statement ("CIFAR-10"), every number of the metric and
     unit, and the dataset and baseline names occur in the abstract.
     """
