@@ -543,6 +543,7 @@ def ungrounded_numbers(text: str, evidence: str, abstract: str) -> list[str]:
     known = set(have_q) | {m.group(0).replace(",", "") for n in have_n for m in _DIGITS.finditer(n)}
     known |= spelled_numbers(evidence)
     out = [q for q in quantities if q not in known]
+    out += _unit_mismatches(text, evidence)
     out += [n for n in names if not name_supported(n, abstract)]
     # A number in words is often a reference ("none of the three claims"): it may stand
     # anywhere in the abstract, in words or digits.
@@ -555,6 +556,36 @@ def ungrounded_numbers(text: str, evidence: str, abstract: str) -> list[str]:
             if value is not None and word not in said and value not in digits:
                 out.append(word)
     return list(dict.fromkeys(out))
+
+
+_UNIT_KIND = re.compile(
+    r"(?<![\w.])(?<![^\W\d_]-)(\d+(?:\.\d+)?)\s*(%|percent\b|per\s*cent\b|[x\u00d7](?![a-z])|times\b|-?fold\b)?",
+    re.I,
+)
+
+
+def _unit_kinds(text: str) -> dict[str, set[str]]:
+    """Number -> the kinds it is written with in `text`: "%" (a percentage), "x" (a factor:
+    "5x", "5×", "5 times", "5-fold") or "" (bare)."""
+    out: dict[str, set[str]] = {}
+    for m in _UNIT_KIND.finditer(text):
+        unit = (m.group(2) or "").lower()
+        kind = "%" if unit.startswith(("%", "per")) else "x" if unit else ""
+        out.setdefault(m.group(1), set()).add(kind)
+    return out
+
+
+def _unit_mismatches(text: str, evidence: str) -> list[str]:
+    """Quantities of `text` written as a percentage or a factor that `evidence` writes only
+    as the other ("5x compression" where the evidence has "5% accuracy")."""
+    said = _unit_kinds(text)
+    shown = _unit_kinds(evidence)
+    out = []
+    for number, kinds in said.items():
+        have = shown.get(number)
+        if have and "" not in have:
+            out += [f"{number}{k}" for k in kinds if k and k not in have]
+    return out
 
 
 # Word pairs of opposite meaning: a statement that says one where its evidence says the

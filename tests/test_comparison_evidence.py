@@ -128,3 +128,15 @@ def test_parity_states_no_superiority(stages, statement, evidence, kept):
     assert bool(parsed.output["claims"]) is kept, parsed.rejected
     if kept and "degradation" in evidence:
         assert parsed.output["claims"][0]["evidence"].startswith("decrease in memory")
+
+
+def test_a_factor_is_no_percentage():
+    from pipeline.support import ungrounded_numbers
+
+    context = (
+        "Experiments on LeNet-5 (MNIST) show that our method outperforms (5% test accuracy "
+        "improvement) low-rank techniques under the same compression rate."
+    )
+    assert ungrounded_numbers("It wins at a 5x compression rate.", context, context) == ["5x"]
+    assert ungrounded_numbers("It improves accuracy by 5%.", context, context) == []
+    assert ungrounded_numbers("It is 3 times faster.", "it runs 3x faster", "") == []

@@ -372,3 +372,13 @@ def test_optimal_is_no_optimization(taxonomy):
     assert _shown_as_fact(
         "optimization-algorithms", control + " We study its optimization.", taxonomy
     )
+
+
+def test_a_paper_evaluated_on_datasets_releases_none(taxonomy):
+    study = (
+        "We present a large-scale empirical study of catastrophic forgetting on the largest "
+        "number of visual classification datasets so far."
+    )
+    assert not _shown_as_fact("benchmark-dataset", study, taxonomy)
+    release = study + " We release a new benchmark of sequential learning tasks."
+    assert _shown_as_fact("benchmark-dataset", release, taxonomy)
