@@ -140,3 +140,23 @@ def test_a_factor_is_no_percentage():
     assert ungrounded_numbers("It wins at a 5x compression rate.", context, context) == ["5x"]
     assert ungrounded_numbers("It improves accuracy by 5%.", context, context) == []
     assert ungrounded_numbers("It is 3 times faster.", "it runs 3x faster", "") == []
+
+
+def test_a_number_joined_to_a_word_in_a_metric_is_named_whole(stages):
+    abstract = (
+        "The algorithm uses 32x less communication per iteration than full-precision SGD, and "
+        "our model reaches 76.1% accuracy on ResNet-18 with +1/-1 weights."
+    )
+    claim = {"statement": "It uses 32x less communication than full-precision SGD.",
+             "kind": "quantitative", "metric": "communication vs 32-bit SGD", "value": "32",
+             "unit": "x", "dataset": None, "comparison": "full-precision SGD",
+             "evidence": "uses 32x less communication per iteration than full-precision SGD"}  # fmt: skip
+    parsed = stages["claims"].accept(json.dumps({"claims": [claim]}), abstract, keep_none=True)
+    assert parsed.output["claims"] == [] and "'32-bit'" in str(parsed.rejected[0].error)
+    claim["metric"] = "communication per iteration"
+    assert stages["claims"].accept(json.dumps({"claims": [claim]}), abstract).output["claims"]
+    top1 = {**claim, "statement": "The model reaches 76.1% accuracy.", "metric": "top-1 accuracy",
+            "value": "76.1", "unit": "%", "comparison": None,
+            "evidence": "our model reaches 76.1% accuracy on ResNet-18"}  # fmt: skip
+    parsed = stages["claims"].accept(json.dumps({"claims": [top1]}), abstract, keep_none=True)
+    assert parsed.output["claims"] == [] and "'top-1'" in str(parsed.rejected[0].error)
