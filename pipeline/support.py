@@ -17,7 +17,12 @@ Everything a reader sees is checked against the abstract (pipeline/stages/ calls
 - `foreign_numbers(text, allowed)`: numbers of `text` missing from `allowed`, with digits
   folded first (superscripts, full-width digits) and digits glued to a word counted.
 - `name_tokens(text)`: the acronyms and capitalized names of a sentence (what a TL;DR must
-  not invent).
+  not invent); `name_runs(text)`: runs of them written together, each one name
+  ("Value Iteration Networks"); `unsupported_names(text, abstract)`: those the abstract
+  does not write.
+- `statement_problems(...)`: what a claim's statement shows that its evidence or abstract
+  does not; `comparison_widened(abstract, span)`: evidence grown to the comparison of its
+  sentence when a statement claims one the quote left out.
 - `supported_tags(abstract, taxonomy)`: the taxonomy tags for which the abstract gives some
   support (see `pipeline.offline.tags.support`): a label, synonym or cue phrase of the tag,
   the words of its id, a contribution cue, or support for a narrower tag.
@@ -675,8 +680,8 @@ def comparison_widened(abstract: str, span: tuple[int, int]) -> tuple[int, int] 
     """`span` grown, within its sentence, to the nearest superiority or comparison word
     outside it ("particularly for tail queries" in "X improves recall, particularly for tail
     queries" grows to "improves recall, particularly for tail queries"; a word after the span
-    takes the rest of its clause), or None: when the sentence has none, or when the span
-    grown span says "competitive", "comparable" or the like (parity is no superiority)."""
+    takes the rest of its clause), or None: when the sentence has none, or when the grown
+    span says "competitive", "comparable" or the like (parity is no superiority)."""
     _claims, comparisons = _superiority()
     start = 0
     for m in _SENTENCE_END.finditer(abstract, 0, span[0] + 1):
