@@ -29,7 +29,8 @@ that crosses a sentence end), and these edits are all that is allowed (the bound
   sentence skipped, each at most `MAX_LIST_RUN` words of list material (it starts with
   "and"/"or" or touches a comma or semicolon, or is "respectively") holding no polarity word
   (one hyphenated to its neighbour, as in "few-shot", is part of a compound, not polarity);
-- a footnote marker: a 1-2 digit number glued to a word of the abstract ("0.6%1to") left out.
+- a footnote marker: a 1-2 digit number glued to a word of the abstract ("0.6%1to") left out;
+- a run of 1-3 words the abstract repeats right after itself ("close to close to") quoted once.
 
 Numbers must match exactly: every number of the quote aligns with the same number of the
 abstract. At least `MIN_EXACT_SHARE` of the quote's tokens (and 3) must align unchanged.
@@ -325,6 +326,8 @@ def _steps(
             moved(2, 1, cost, 2)  # "classifi cation" for "classification"
         if j + 1 < hi and q == a + keys[j + 1] and not q.isdigit():
             moved(1, 2, cost, 1)
+        if started and (size := _repeated(keys, j)):
+            skipped(j + size, cost)  # the abstract's "close to close to": one is quoted
         if started and a in ARTICLES:
             skipped(j + 1, cost.add(articles=1))
         elif started and a.isalpha() and a not in POLARITY and a not in NEGATIONS:
@@ -334,8 +337,10 @@ def _steps(
                 skipped(end, cost.add(skips=1))
         if started and _is_footnote(text, j):
             skipped(j + 1, cost.add(footnotes=1))
-        if started and text.sentence[j - 1] == text.sentence[j]:
-            # list items of the sentence the quote is in, never across a sentence end
+        if started and exact and text.sentence[j - 1] == text.sentence[j]:
+            # list items of the sentence the quote is in, never across a sentence end, and
+            # only after a word quoted as written ("Models that ..." is no item of
+            # "modeling tool on a real application and show that ...")
             for k in range(j + 1, min(hi, j + MAX_LIST_RUN + 2) + 1):
                 if text.sentence[k - 1] != text.sentence[j]:
                     break
@@ -358,6 +363,15 @@ def _steps(
                 skipped(k, cost)
     if q in ARTICLES and (c := cost.add(articles=1)) is not None:
         table.offer(i + 1, j, (c, exact, first, last))
+
+
+def _repeated(keys: tuple[str, ...], j: int) -> int:
+    """Length of a run of 1-3 words starting at j that the abstract repeats right after
+    itself (a typo: "the the", "close to close to"), or 0."""
+    for size in (1, 2, 3):
+        if j + 2 * size <= len(keys) and keys[j : j + size] == keys[j + size : j + 2 * size]:
+            return size
+    return 0
 
 
 def _correlative_ends(text: _Tokens, j: int, hi: int) -> tuple[int, ...]:

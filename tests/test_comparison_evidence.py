@@ -160,3 +160,22 @@ def test_a_number_joined_to_a_word_in_a_metric_is_named_whole(stages):
             "evidence": "our model reaches 76.1% accuracy on ResNet-18"}  # fmt: skip
     parsed = stages["claims"].accept(json.dumps({"claims": [top1]}), abstract, keep_none=True)
     assert parsed.output["claims"] == [] and "'top-1'" in str(parsed.rejected[0].error)
+
+
+def test_a_repeated_run_and_a_comparison_preposition_are_tolerated():
+    typo = "We find that the weights should be initialised close to close to one for deep networks."
+    span = align(typo, "the weights should be initialised close to one for deep networks")
+    assert span is not None and typo[span[0] : span[1]].endswith("deep networks")
+    par = "Our model achieves comparable performance as state-of-the-art specialized models."
+    assert align(par, "achieves comparable performance to state-of-the-art specialized models")
+
+
+def test_a_list_item_is_skipped_only_after_a_word_quoted_as_written():
+    text = (
+        "We illustrate this modeling tool on a real application and show that structural "
+        "variational inference techniques can be used with DRGPs."
+    )
+    assert (
+        align(text, "Models that structural variational inference techniques can be used") is None
+    )
+    assert align(text, "show that structural variational inference techniques can be used")
