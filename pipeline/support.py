@@ -41,7 +41,7 @@ from pipeline.datafiles import DataFile, Words, WordSet, common_words, load_data
 from pipeline.folding import GREEK as _GREEK
 from pipeline.folding import SYMBOLS as _SYMBOLS
 from pipeline.taxonomy import Taxonomy
-from pipeline.text import NUMBER_RE
+from pipeline.text import NUMBER_RE, sentence_bounds
 
 COMPOUND_GAP = 2  # words allowed between the parts of a compound ("English-to-German")
 MAX_SUPPORT_CHARS = 20_000  # tags are checked against the start of a longer text
@@ -563,9 +563,10 @@ def ungrounded_numbers(text: str, evidence: str, abstract: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+_FACTOR_UNIT = r"\s*(?:[x\u00d7](?![a-z])|times\b|-?fold\b)"
+# A number not inside a name ("LeNet-5"), then "%" or a factor unit if one follows.
 _UNIT_KIND = re.compile(
-    r"(?<![\w.])(?<![^\W\d_]-)(\d+(?:\.\d+)?)\s*(%|percent\b|per\s*cent\b|[x\u00d7](?![a-z])|times\b|-?fold\b)?",
-    re.I,
+    rf"(?<![\w.])(?<![^\W\d_]-)({_NUMBER})(?:({_PERCENT_UNIT})|({_FACTOR_UNIT}))?", re.I
 )
 
 
@@ -574,8 +575,7 @@ def _unit_kinds(text: str) -> dict[str, set[str]]:
     "5x", "5×", "5 times", "5-fold") or "" (bare)."""
     out: dict[str, set[str]] = {}
     for m in _UNIT_KIND.finditer(text):
-        unit = (m.group(2) or "").lower()
-        kind = "%" if unit.startswith(("%", "per")) else "x" if unit else ""
+        kind = "%" if m.group(2) else "x" if m.group(3) else ""
         out.setdefault(m.group(1), set()).add(kind)
     return out
 
@@ -671,8 +671,7 @@ PARITY_REACH = 3  # words a parity word governs after it ("comparable to the sta
 
 
 _WORD_AT = re.compile(r"[^\W\d_][\w'-]*")
-_SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+(?=[A-Z0-9\\$(])")
-_CLAUSE_END = re.compile(r"[,;:]\s|[.!?][\"')\]]*\s+(?=[A-Z0-9\\$(])")
+_CLAUSE_END = re.compile(r"[,;:]\s")  # within the sentence `sentence_bounds` gives
 PARITY_WORDS = frozenset(tokens(" ".join(WORDS.parity_words)))  # as `tokens` writes them
 
 
@@ -683,11 +682,7 @@ def comparison_widened(abstract: str, span: tuple[int, int]) -> tuple[int, int] 
     takes the rest of its clause), or None: when the sentence has none, or when the grown
     span says "competitive", "comparable" or the like (parity is no superiority)."""
     _claims, comparisons = _superiority()
-    start = 0
-    for m in _SENTENCE_END.finditer(abstract, 0, span[0] + 1):
-        start = m.end()
-    after = _SENTENCE_END.search(abstract, span[1])
-    end = after.start() + 1 if after else len(abstract)
+    start, end = sentence_bounds(abstract, span)
     best: tuple[int, int, int] | None = None
     for m in _WORD_AT.finditer(abstract, start, end):
         if span[0] <= m.start() < span[1]:
@@ -849,7 +844,7 @@ def name_tokens(sentence: str) -> list[str]:
             # "GAN-generated", "VINS-initialized": the name is the name-like part; "MI-FGSM",
             # all of whose parts are names, is one name ("MI" alone abbreviates too much)
             named = [p for p in parts if p and _name_like(p, starts_sentence and p == parts[0])]
-            greek = [p for p in parts if len(p) == 1 and "\u03b1" <= p.lower() <= "\u03c9"]
+            greek = [p for p in parts if p in _GREEK]
             whole = named and len(named) + len(greek) == len([p for p in parts if p])
             out += [word] if whole else named  # "β-VAE" is one name too
         elif _name_like(word, starts_sentence):

@@ -61,6 +61,22 @@ def _split_sentences(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def sentence_bounds(text: str, span: tuple[int, int]) -> tuple[int, int]:
+    """Offsets of the sentence(s) of `text` that `span` lies in, by `split_sentences`'s rule
+    (end punctuation, then a capital, digit or opening mark; not after an abbreviation): its
+    start, and the end of its closing punctuation."""
+    start, end = 0, len(text)
+    for m in _BOUNDARY.finditer(text):
+        if _ABBREV.search(text, max(0, m.start() - _ABBREV_TAIL), m.start()):
+            continue  # "e.g. X": the match starts right after the full stop
+        if m.start() <= span[0]:
+            start = m.end()
+        elif m.start() >= span[1]:
+            end = m.start()
+            break
+    return start, end
+
+
 def numbers_in(text: str) -> list[str]:
     """Numbers written in a text, canonicalized (thousands separators dropped), in order."""
     return [m.group(0).replace(",", "") for m in NUMBER_RE.finditer(text)]

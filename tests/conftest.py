@@ -172,6 +172,17 @@ def examples_dir() -> Path:
     return EXAMPLES
 
 
+@pytest.fixture(scope="module")
+def stages():
+    """The stages of the shipped prompts and taxonomy (what a run builds)."""
+    from pipeline.prompts import PACKAGE_PROMPTS_DIR
+    from pipeline.stages import build_stages, stage_names
+    from pipeline.taxonomy import load_taxonomy
+
+    taxonomy = load_taxonomy(PACKAGE_PROMPTS_DIR / "taxonomy.yaml")
+    return build_stages(stage_names(), PACKAGE_PROMPTS_DIR, taxonomy)
+
+
 @pytest.fixture
 def digest_at(tmp_path) -> DigestAt:
     """`digest run` against a server URL, in this process or as a child's argument list."""

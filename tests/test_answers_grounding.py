@@ -11,11 +11,8 @@ import pytest
 from pydantic import ValidationError
 
 from pipeline.errors import OutputValidationError
-from pipeline.prompts import PACKAGE_PROMPTS_DIR
 from pipeline.spans import closest, locate
-from pipeline.stages import build_stages, stage_names
 from pipeline.stages.claims import ClaimsOutput
-from pipeline.taxonomy import load_taxonomy
 
 ABSTRACT = (
     "We study non\u2011linear probes---trained on frozen features---for "
@@ -129,12 +126,6 @@ def test_a_rejected_evidence_gets_no_hint_a_model_could_copy_into_place():
 def test_closest_finds_the_near_span_and_nothing_for_an_invented_sentence():
     assert closest(ABSTRACT, "a 4x speedup and 12.59 MOS") == "a $3\\times$ speedup and 12.59 MOS"
     assert closest(ABSTRACT, "We further solve protein folding in closed form.") is None
-
-
-@pytest.fixture(scope="module")
-def stages():
-    taxonomy = load_taxonomy(PACKAGE_PROMPTS_DIR / "taxonomy.yaml")
-    return build_stages(stage_names(), PACKAGE_PROMPTS_DIR, taxonomy)
 
 
 GOOD_CLAIM = claim("a 3x speedup and 12.59 MOS", value="12.59", unit="MOS", metric="MOS")

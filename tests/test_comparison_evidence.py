@@ -9,10 +9,7 @@ import json
 import pytest
 
 from pipeline.alignment import align
-from pipeline.prompts import PACKAGE_PROMPTS_DIR
-from pipeline.stages import build_stages, stage_names
 from pipeline.support import comparison_widened
-from pipeline.taxonomy import load_taxonomy
 
 ABSTRACT = (
     "We propose a neural retrieval model for product search. Deployed online, the model "
@@ -20,12 +17,6 @@ ABSTRACT = (
     "queries. It is competitive with existing dense retrievers on head queries, particularly "
     "for long queries.\n Results demonstrate the robustness of the model over time."
 )
-
-
-@pytest.fixture(scope="module")
-def stages():
-    taxonomy = load_taxonomy(PACKAGE_PROMPTS_DIR / "taxonomy.yaml")
-    return build_stages(stage_names(), PACKAGE_PROMPTS_DIR, taxonomy)
 
 
 def _claim(statement: str, evidence: str) -> str:

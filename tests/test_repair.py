@@ -8,10 +8,7 @@ import json
 import pytest
 
 from pipeline.errors import OutputValidationError
-from pipeline.prompts import PACKAGE_PROMPTS_DIR
 from pipeline.repair import MAX_DEPTH, decode_answer
-from pipeline.stages import build_stages, stage_names
-from pipeline.taxonomy import load_taxonomy
 
 ABSTRACT = (
     "We study adversarial examples for reading comprehension with activation functions "
@@ -28,12 +25,6 @@ CLAIM = {
     "comparison": None,
     "evidence": "Zip cuts inference latency by 41% on LongBench",
 }
-
-
-@pytest.fixture(scope="module")
-def stages():
-    taxonomy = load_taxonomy(PACKAGE_PROMPTS_DIR / "taxonomy.yaml")
-    return build_stages(stage_names(), PACKAGE_PROMPTS_DIR, taxonomy)
 
 
 @pytest.mark.parametrize(

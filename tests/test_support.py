@@ -10,7 +10,6 @@ import pytest
 
 from pipeline.errors import OutputValidationError
 from pipeline.prompts import PACKAGE_PROMPTS_DIR
-from pipeline.stages import build_stages, stage_names
 from pipeline.support import (
     contradictions,
     foreign_numbers,
@@ -31,12 +30,6 @@ ABSTRACT = (
     "The photorealisticAI2THOR simulator and hierarchically structured poli- cies help. "
     "Results for José Núñez's parser are competitive with BERT."
 )
-
-
-@pytest.fixture(scope="module")
-def stages():
-    taxonomy = load_taxonomy(PACKAGE_PROMPTS_DIR / "taxonomy.yaml")
-    return build_stages(stage_names(), PACKAGE_PROMPTS_DIR, taxonomy)
 
 
 @pytest.mark.parametrize(

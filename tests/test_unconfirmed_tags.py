@@ -13,7 +13,7 @@ from pipeline.prompts import PACKAGE_PROMPTS_DIR
 from pipeline.report.markdown import _md_paper
 from pipeline.rundir.paper import Paper
 from pipeline.rundir.writer import csv_columns
-from pipeline.stages import build_stages, stage_names
+from pipeline.stages import stage_names
 from pipeline.support import (
     contradictions,
     keyword_supported,
@@ -41,11 +41,6 @@ LIE = (
 @pytest.fixture(scope="module")
 def taxonomy():
     return load_taxonomy(PACKAGE_PROMPTS_DIR / "taxonomy.yaml")
-
-
-@pytest.fixture(scope="module")
-def stages(taxonomy):
-    return build_stages(stage_names(), PACKAGE_PROMPTS_DIR, taxonomy)
 
 
 def test_a_tag_with_only_an_ambiguous_phrase_is_unconfirmed_until_its_cue_appears(taxonomy):
