@@ -242,6 +242,8 @@ def keyword_supported(keyword: str, abstract: str) -> bool:
     asks so), while a dataset or baseline name may be assembled from its words."""
     if _verbatim(keyword, abstract):
         return True
+    if not all(_written(a, abstract) for a in _LETTER_ACRONYM.findall(keyword)):
+        return False  # "LC algorithm" for "Learning-Compression algorithm": the model's acronym
     if len(keyword.split()) < 2:
         return name_supported(keyword, abstract)
     plain = keyword == keyword.lower()
@@ -251,6 +253,13 @@ def keyword_supported(keyword: str, abstract: str) -> bool:
 
 
 _ACRONYM = re.compile(r"[A-Z][A-Z0-9]*[A-Z]s?")
+# An acronym of capital letters only, a word of its own (not a part of "ZO-SGD" or "A2C").
+_LETTER_ACRONYM = re.compile(r"(?<![\w-])([A-Z]{2,})s?(?![\w-])")
+
+
+def _written(acronym: str, abstract: str) -> bool:
+    """The acronym, or its plural, is a word of the abstract, as written."""
+    return re.search(rf"(?<![^\W\d_]){acronym}s?(?![^\W\d_])", abstract) is not None
 
 
 def _phrase_in_a_row(name: str, abstract: str, *, keep_generic: bool = False) -> bool:
@@ -1057,7 +1066,10 @@ def _weakly_supported(abstract: str, taxonomy: Taxonomy) -> frozenset[str]:
     if not weak and not negated:
         return frozenset()
     asserted = set(support(abstract, taxonomy) - negated) | (strong - weak)
-    return (weak | negated) - _with_umbrellas(asserted, taxonomy)
+    confirmed = _with_umbrellas(asserted, taxonomy)
+    # An umbrella whose only support is a weakly supported narrower tag is as weak.
+    umbrellas = _with_umbrellas(set(weak | negated), taxonomy) - confirmed
+    return (weak | negated | umbrellas) - confirmed
 
 
 @_per_taxonomy

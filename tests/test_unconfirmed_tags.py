@@ -377,3 +377,56 @@ def test_a_paper_evaluated_on_datasets_releases_none(taxonomy):
     assert not _shown_as_fact("benchmark-dataset", study, taxonomy)
     release = study + " We release a new benchmark of sequential learning tasks."
     assert _shown_as_fact("benchmark-dataset", release, taxonomy)
+
+
+@pytest.mark.parametrize(
+    ("tag", "text"),
+    [
+        ("transformers", "We align the target features with a transformed source space."),
+        ("fairness", "The features keep their discriminative power on the target domain."),
+        ("regularization-objectives", "We detect every object in the scene with one network."),
+        ("deep-learning-theory", "We predict gene expression from the sequence of a cell."),
+        ("generalization-ood", "The problem is hard in general; we study piecewise linear maps."),
+    ],
+)
+def test_a_word_sharing_only_a_stem_with_a_tag_is_no_support(taxonomy, tag, text):
+    assert unsupported_tags([tag], text, taxonomy) == [tag]
+
+
+def test_a_tag_met_only_as_what_is_outperformed_is_unconfirmed(taxonomy):
+    vi = (
+        "We propose a method for training flexible variational distributions. It significantly "
+        "outperforms standard VI and deep ensembles on residual networks."
+    )
+    assert unconfirmed_tags(["uncertainty-quantification"], vi, taxonomy) == [
+        "uncertainty-quantification"
+    ]
+    own = vi + " We also build deep ensembles of the refined posteriors."
+    assert unconfirmed_tags(["uncertainty-quantification"], own, taxonomy) == []
+    # "more than" is a quantity, not a comparison.
+    deeper = "Our convergence theory holds for networks with more than one hidden layer."
+    assert "deep-learning-theory" not in unconfirmed_tags(
+        ["deep-learning-theory"], deeper, taxonomy
+    )
+
+
+def test_an_umbrella_whose_narrower_tag_is_unconfirmed_is_unconfirmed_too(taxonomy):
+    robots = (
+        "Prospection has not been explored in depth in robotics. We learn a model that "
+        "predicts the outcomes of high level actions for task planning."
+    )
+    assert unconfirmed_tags(["exploration", "reinforcement-learning"], robots, taxonomy) == [
+        "exploration",
+        "reinforcement-learning",
+    ]
+    agent = robots + " The agent must explore a sparse-reward environment."
+    assert _shown_as_fact("exploration", agent, taxonomy)
+
+
+def test_a_keywords_acronym_is_written_in_the_abstract():
+    lc = "We propose a framework based on the Learning-Compression algorithm to compress nets."
+    assert keyword_supported("Learning-Compression algorithm", lc)
+    assert not keyword_supported("LC algorithm", lc)
+    assert keyword_supported("LC algorithm", lc.replace("algorithm", "(LC) algorithm"))
+    assert keyword_supported("GANs", "We train a GAN with two discriminators.")
+    assert name_supported("LC", lc)  # a dataset or baseline name may still abbreviate

@@ -46,6 +46,8 @@ class TagRules(DataFile):
     passing_before: tuple[Words, ...]
     suffix_blockers: WordSet
     example_before: tuple[Words, ...]
+    compared_before: tuple[Words, ...]
+    quantity_before_than: WordSet
     umbrella_of: dict[str, frozenset[str]]
     narrower: dict[str, frozenset[str]]
     extra_synonyms: dict[str, _Phrases]
@@ -68,6 +70,8 @@ FAMILY_SUFFIXES = RULES.family_suffixes
 PASSING_BEFORE = RULES.passing_before
 SUFFIX_BLOCKERS = RULES.suffix_blockers
 EXAMPLE_BEFORE = RULES.example_before
+COMPARED_BEFORE = RULES.compared_before
+QUANTITY_BEFORE_THAN = RULES.quantity_before_than
 UMBRELLA_OF = RULES.umbrella_of
 NARROWER = RULES.narrower
 EXTRA_SYNONYMS = RULES.extra_synonyms

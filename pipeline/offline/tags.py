@@ -414,8 +414,9 @@ class _Analysis:
         self.supported = {m.tag for m in _in_context(found, matcher, cs, ci)}
         found = [m for m in found if not self._cancelled(m)]
         asserted = _in_context(found, matcher, cs, ci)
-        # Tags whose every mention is negated or contrasted ("does not use attention").
-        self.negated = self.supported - {m.tag for m in asserted}
+        # Tags whose every mention is negated, contrasted ("does not use attention") or what
+        # a result is compared against ("outperforms deep ensembles").
+        self.negated = self.supported - {m.tag for m in asserted if not self._compared(m)}
         weighed = _weigh(asserted, text)
         self.mentions = _listed(weighed, self.lower, self.gaps)
 
@@ -427,6 +428,18 @@ class _Analysis:
                 return False
             if self.lower[k] in _NEGATORS:
                 return True
+        return False
+
+    def _compared(self, m: Mention) -> bool:
+        """A mention a few tokens after a comparison word of its clause ("outperforming
+        standard VI and deep ensembles"): the baseline, not the paper's topic."""
+        lower = self.lower
+        for k in range(m.start - 1, max(-1, m.start - 1 - _COMPARED_REACH), -1):
+            if any(ch in self.gaps[k] for ch in ",;.:()"):
+                return False
+            for phrase in _COMPARED_BY_LAST.get(lower[k], ()):
+                if lower[k + 1 - len(phrase) : k + 1] == phrase:
+                    return not (phrase == ("than",) and k and lower[k - 1] in _QUANTITY_BEFORE_THAN)
         return False
 
     def _cancelled(self, m: Mention) -> bool:
@@ -451,6 +464,12 @@ class _Analysis:
 
 
 _SUFFIX_BLOCKERS = tag_rules.SUFFIX_BLOCKERS
+_COMPARED_REACH = 5  # tokens from a comparison word to the mention it governs
+_QUANTITY_BEFORE_THAN = tag_rules.QUANTITY_BEFORE_THAN
+_COMPARED_BY_LAST: dict[str, tuple[tuple[str, ...], ...]] = {
+    last: tuple(p for p in tag_rules.COMPARED_BEFORE if p[-1] == last)
+    for last in {p[-1] for p in tag_rules.COMPARED_BEFORE}
+}
 _PASSING_LAST = frozenset(p[-1] for p in tag_rules.PASSING_BEFORE)
 _EXAMPLE_BY_LAST: dict[str, tuple[tuple[str, ...], ...]] = {
     last: tuple(p for p in tag_rules.EXAMPLE_BEFORE if p[-1] == last)
