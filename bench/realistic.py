@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         "--split",
         choices=(
             "heldout17",
+            "heldout18",
             "heldout16",
             "heldout15",
             "heldout14",
@@ -57,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
             "dev",
             "all",
         ),
-        default="heldout17",
+        default="heldout18",
     )
     parser.add_argument("--verbose", action="store_true", help="list what was lost")
     args = parser.parse_args(argv)
