@@ -151,6 +151,12 @@ def test_a_number_joined_to_a_word_in_a_metric_is_named_whole(stages):
             "evidence": "our model reaches 76.1% accuracy on ResNet-18"}  # fmt: skip
     parsed = stages["claims"].accept(json.dumps({"claims": [top1]}), abstract, keep_none=True)
     assert parsed.output["claims"] == [] and "'top-1'" in str(parsed.rejected[0].error)
+    pass1 = {**top1, "metric": "pass@1 accuracy"}  # "@" joins a number to its metric too
+    parsed = stages["claims"].accept(json.dumps({"claims": [pass1]}), abstract, keep_none=True)
+    assert parsed.output["claims"] == [] and "'pass@1'" in str(parsed.rejected[0].error)
+    written = abstract.replace("76.1% accuracy", "76.1% pass@1 accuracy")
+    pass1["evidence"] = "our model reaches 76.1% pass@1 accuracy on ResNet-18"
+    assert stages["claims"].accept(json.dumps({"claims": [pass1]}), written).output["claims"]
 
 
 def test_a_repeated_run_and_a_comparison_preposition_are_tolerated():

@@ -30,7 +30,7 @@ from pipeline.taxonomy import Taxonomy
 from pipeline.text import canonical_number, normalize_ws, numbers_in
 
 _DIGIT = re.compile(r"\d")
-_NUMBER_AND_WORD = re.compile(r"[A-Za-z]+-\d+(?:\.\d+)?\b|\b\d+(?:\.\d+)?-[A-Za-z]+")
+_NUMBER_AND_WORD = re.compile(r"[A-Za-z]+[-@]\d+(?:\.\d+)?\b|\b\d+(?:\.\d+)?-[A-Za-z]+")
 MAX_CLAIMS = 12
 DEFINITION_FILE = "claimed_result.md"
 # Longer fields are not a claim but a runaway answer (and would cost alignment time).
@@ -134,7 +134,7 @@ class Claim(BaseModel):
                 continue
             if foreign_numbers(value, abstract_index(abstract).numbers):
                 raise GroundingError(f"{name} {value!r} has numbers the abstract lacks")
-            # "top-1", "32-bit", "BLEU-4": a number joined to a word is named as a whole
+            # "top-1", "32-bit", "BLEU-4", "pass@1": a number joined to a word is named as a whole
             for joined in _NUMBER_AND_WORD.findall(value):
                 if not name_supported(joined, abstract):
                     raise GroundingError(f"{name} {value!r}: {joined!r} is not in the abstract")
