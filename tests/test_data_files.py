@@ -118,6 +118,17 @@ print(json.dumps(read))
     assert read <= digested
 
 
+def test_the_validator_id_digests_every_module_of_the_support_package():
+    """pipeline/support/ is one package of grounding checks: a module added to it validates
+    stage outputs too, so its code must enter the validator id."""
+    import pipeline.support
+
+    folder = Path(pipeline.support.__file__).parent
+    found = {f"pipeline.support.{p.stem}" for p in folder.glob("*.py") if p.stem != "__init__"}
+    assert len(found) >= 5
+    assert {"pipeline.support", *found} <= set(stages._VALIDATION_MODULES)
+
+
 def test_a_broken_data_file_stops_an_offline_run_naming_it(tmp_path):
     """The claims extractor reads its words on the first abstract: the run stops there (exit
     2), not with one backend failure per abstract."""

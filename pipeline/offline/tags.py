@@ -1177,7 +1177,7 @@ def support(text: str, taxonomy: Taxonomy) -> frozenset[str]:
     """Every tag the text gives some support for, as the matcher sees it: a phrase of the tag
     (an ambiguous one only with its context cue; negated or contrasted mentions count), a
     model-family name, or a contribution cue. `match_tags` selects from these; a model's tag
-    is checked against them (pipeline/support.py). Memoized for the last texts (`match_tags`
+    is checked against them (pipeline/support/tags.py). Memoized for the last texts (`match_tags`
     leaves its own there: the offline backend's answer is checked without a second scan)."""
     return _supported(text[:_MAX_CHARS], taxonomy)[0]
 

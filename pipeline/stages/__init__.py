@@ -109,7 +109,12 @@ _VALIDATION_MODULES = (
     "pipeline.folding",
     "pipeline.alignment",
     "pipeline.repair",
-    "pipeline.support",
+    "pipeline.support",  # the package: every module of it
+    "pipeline.support.names",
+    "pipeline.support.numbers",
+    "pipeline.support.statements",
+    "pipeline.support.tags",
+    "pipeline.support.words",
     "pipeline.offline.tags",  # its phrase index decides which tags a text supports
     "pipeline.offline.tag_rules",
     "pipeline.offline.tag_words",

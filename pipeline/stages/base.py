@@ -17,7 +17,8 @@ from pipeline.errors import FailureKind, OutputValidationError
 from pipeline.prompts import PromptTemplate, content_hash
 from pipeline.repair import Decoded, decode_answer
 from pipeline.schemas import SCHEMA_VERSION, GroundingError, llm_json_schema
-from pipeline.support import new_words, tokens
+from pipeline.support.statements import new_words
+from pipeline.support.words import tokens
 from pipeline.taxonomy import Taxonomy
 
 Output = dict[str, Any]

@@ -17,15 +17,14 @@ from pipeline.errors import ConfigError, OutputValidationError
 from pipeline.schemas import GroundingError, context_abstract
 from pipeline.spans import locate
 from pipeline.stages.base import Shaped, StageSpec
-from pipeline.support import (
-    abstract_index,
+from pipeline.support.names import name_supported
+from pipeline.support.numbers import foreign_numbers, spelled_numbers
+from pipeline.support.statements import (
     comparison_widened,
-    foreign_numbers,
-    name_supported,
-    spelled_numbers,
     statement_problems,
     unstated_superiority,
 )
+from pipeline.support.words import abstract_index
 from pipeline.taxonomy import Taxonomy
 from pipeline.text import canonical_number, normalize_ws, numbers_in
 

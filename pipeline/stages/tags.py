@@ -25,7 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from pipeline.errors import ConfigError, OutputValidationError
 from pipeline.schemas import GroundingError, context_taxonomy
 from pipeline.stages.base import Output, Rejected, Shaped, StageSpec
-from pipeline.support import keyword_supported, supported_tags, unconfirmed_tags, unsupported_tags
+from pipeline.support.names import keyword_supported
+from pipeline.support.tags import supported_tags, unconfirmed_tags, unsupported_tags
 from pipeline.taxonomy import Taxonomy
 from pipeline.text import normalize_ws
 

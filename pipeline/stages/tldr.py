@@ -11,14 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from pipeline.errors import OutputValidationError
 from pipeline.schemas import GroundingError, context_abstract, context_taxonomy
 from pipeline.stages.base import Shaped, StageSpec
-from pipeline.support import (
-    abstract_index,
-    foreign_number_words,
-    foreign_numbers,
-    ungrounded_quantities,
-    unsupported_names,
-    unsupported_topics,
-)
+from pipeline.support.names import unsupported_names
+from pipeline.support.numbers import foreign_number_words, foreign_numbers, ungrounded_quantities
+from pipeline.support.tags import unsupported_topics
+from pipeline.support.words import abstract_index
 from pipeline.taxonomy import Taxonomy
 from pipeline.text import (
     NUMBER_RE,

@@ -24,7 +24,8 @@ import yaml
 from pipeline import spans
 from pipeline.alignment import align
 from pipeline.jsonl import iter_jsonl
-from pipeline.support import ANTONYMS, tokens
+from pipeline.support.statements import ANTONYMS
+from pipeline.support.words import tokens
 from pipeline.testing.paths import TEST_DATA
 
 _WORD = re.compile(r"[A-Za-z][a-z]{3,}")

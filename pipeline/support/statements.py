@@ -1,0 +1,249 @@
+"""What a claim's statement shows that its evidence or abstract does not.
+
+- `statement_problems(...)`: what a claim's statement shows that its evidence or abstract
+  does not (numbers, names, contradictions, superiority, new words); `comparison_widened(
+  abstract, span)`: evidence grown to the comparison of its sentence when a statement claims
+  one the quote left out.
+- `unstated_superiority`, the superiority and parity words; `contradictions`, the antonyms;
+  `new_words`, content words the abstract never uses.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from pipeline.support.names import unsupported_names
+from pipeline.support.numbers import ungrounded_numbers
+from pipeline.support.words import (
+    GENERIC_WORDS,
+    WORDS,
+    _lemma_index,
+    _verbatim,
+    _word_set,
+    lemma,
+    numbers_and_names,
+    tokens,
+)
+from pipeline.text import sentence_bounds
+
+# Word pairs of opposite meaning: a statement that says one where its evidence says the
+# other (and not the first) contradicts it. Compared as lemmas.
+ANTONYMS = WORDS.antonyms
+
+
+def _lemmas(text: str) -> set[str]:
+    return {lemma(t) for t in tokens(text)}
+
+
+# Words that claim a result beats something: a statement may say one only when its evidence
+# states a comparison too (a superiority word, "than", "over", "compared", "vs") or a number.
+SUPERIORITY_WORDS = WORDS.superiority_words
+COMPARISON_WORDS = WORDS.comparison_words
+
+
+@lru_cache(maxsize=1)
+def _superiority() -> tuple[frozenset[str], frozenset[str]]:
+    """(lemmas of SUPERIORITY_WORDS, lemmas of the superiority and comparison words)."""
+    # "state-of-the-art" as `tokens` reads it without hyphens too ("stateoftheart")
+    claims = frozenset(lemma(v) for w in SUPERIORITY_WORDS for v in (w, w.replace("-", "")))
+    return claims, claims | frozenset(lemma(w) for w in COMPARISON_WORDS)
+
+
+# A run of capitalized words ("Faster R-CNN", "Better Together Net"): a name, when the
+# abstract writes it so, whose words claim nothing.
+_CAPITALIZED_RUN = re.compile(r"\b[A-Z][\w'-]*(?:[ -][A-Z0-9][\w'-]*)+")
+
+
+def unstated_superiority(statement: str, evidence: str, abstract: str = "") -> str | None:
+    """The superiority word of a statement whose evidence states no comparison at all, or
+    states it only after a parity word ("outperforms" for "matches the state of the art"),
+    else None; the words of a name the abstract writes ("Faster R-CNN") are no claim."""
+    claims, comparisons = _superiority()
+    claimed = next((w for t in _unmatched(tokens(statement)) if (w := lemma(t)) in claims), None)
+    if claimed is not None and abstract:  # names are looked up only for a claiming word
+        unnamed = _CAPITALIZED_RUN.sub(
+            lambda m: " " if _verbatim(m.group(0), abstract) else m.group(0), statement
+        )
+        claimed = next((w for t in _unmatched(tokens(unnamed)) if (w := lemma(t)) in claims), None)
+    if claimed is None:
+        return None
+    words = [*tokens(evidence), *tokens(evidence.replace("-", ""))]
+    shown = {lemma(t) for t in _unmatched(words)}
+    if shown & comparisons:
+        return None
+    return None if any(t[0].isdigit() for t in shown) and _states_quantity(evidence) else claimed
+
+
+def _states_quantity(text: str) -> bool:
+    """A quantity is written in `text`: a result to compare. The number of a name
+    ("CIFAR-10", "GPT-4") is none; one glued to a word by a PDF ("attains76.8%") is."""
+    quantities, names = numbers_and_names(text)
+    return bool(quantities) or any(
+        not any(ch.isupper() for ch in name) or "%" in name or re.search(r"\d\.\d", name)
+        for name in names
+    )
+
+
+def _unmatched(words: list[str]) -> list[str]:
+    """`words` without those a parity word governs: "matches state-of-the-art approaches"
+    states no superiority."""
+    out = []
+    for k, word in enumerate(words):
+        before = words[max(0, k - PARITY_REACH) : k]
+        at = max((i for i, w in enumerate(before) if w in PARITY_WORDS), default=-1)
+        if at >= 0 and _DISJUNCTS.isdisjoint(before[at + 1 :]):
+            continue  # but "matches or outperforms", "similar (sometimes better)": stated
+        out.append(word)
+    return out
+
+
+_DISJUNCTS = frozenset(("or", "and", "sometimes", "even", "often"))
+
+
+PARITY_REACH = 3  # words a parity word governs after it ("comparable to the state-of-the-art")
+
+
+_WORD_AT = re.compile(r"[^\W\d_][\w'-]*")
+_CLAUSE_END = re.compile(r"[,;:]\s")  # within the sentence `sentence_bounds` gives
+PARITY_WORDS = frozenset(tokens(" ".join(WORDS.parity_words)))  # as `tokens` writes them
+
+
+def comparison_widened(abstract: str, span: tuple[int, int]) -> tuple[int, int] | None:
+    """`span` grown, within its sentence, to the nearest superiority or comparison word
+    outside it ("particularly for tail queries" in "X improves recall, particularly for tail
+    queries" grows to "improves recall, particularly for tail queries"; a word after the span
+    takes the rest of its clause), or None: when the sentence has none, or when the grown
+    span says "competitive", "comparable" or the like (parity is no superiority)."""
+    _claims, comparisons = _superiority()
+    start, end = sentence_bounds(abstract, span)
+    best: tuple[int, int, int] | None = None
+    for m in _WORD_AT.finditer(abstract, start, end):
+        if span[0] <= m.start() < span[1]:
+            continue
+        word = m.group(0).lower()
+        if lemma(word) in comparisons or lemma(word.replace("-", "")) in comparisons:
+            gap = span[0] - m.end() if m.end() <= span[0] else m.start() - span[1]
+            if best is None or gap < best[0]:
+                best = (gap, m.start(), m.end())
+    if best is None:
+        return None
+    if best[1] < span[0]:
+        wider = best[1], span[1]
+    else:
+        clause = _CLAUSE_END.search(abstract, best[2], end)
+        stop = clause.start() if clause else end
+        wider = span[0], len(abstract[:stop].rstrip(" \n.!?;:,"))
+    return None if PARITY_WORDS.intersection(tokens(abstract[wider[0] : wider[1]])) else wider
+
+
+_NEGATORS = frozenset(("not", "never", "no", "without"))
+_NEGATIVE_PREFIXES = frozenset(("un", "in", "im", "ir", "il", "non", "non-"))
+# Any word that may stem like an antonym: statements without one need no stemming.
+_ANTONYM_HINT = re.compile(
+    "|".join(sorted({w[:4] for pair in ANTONYMS for w in pair}, key=len, reverse=True)), re.I
+)
+
+
+def contradictions(statement: str, evidence: str) -> list[str]:
+    """Where a statement says the opposite of its evidence: an antonym of a word the evidence
+    uses (and the statement does not), unless the statement's word is the evidence's with a
+    negative prefix and the evidence negates it ("unseen" for "not seen"). A dropped
+    negation is not caught: statements say "keeps accuracy" for "without decreasing
+    accuracy" too often."""
+    if not _ANTONYM_HINT.search(statement):
+        return []
+    prefixes = _antonym_prefixes()
+    said_tokens = tokens(statement)
+    said = {lemma(t) for t in said_tokens if t[:4] in prefixes}
+    shown_tokens = tokens(evidence)
+    shown = {lemma(t) for t in shown_tokens if t[:4] in prefixes}
+    out = []
+    for x, y, lx, ly in _antonym_lemmas():
+        if lx in said and ly in shown and lx not in shown and ly not in said:
+            if (
+                x.endswith(y)
+                and x[: -len(y)] in _NEGATIVE_PREFIXES
+                and ly in _negated(shown_tokens)
+            ) or (
+                y.endswith(x) and y[: -len(x)] in _NEGATIVE_PREFIXES and lx in _negated(said_tokens)
+            ):
+                continue  # "unseen" for "not seen", "without supervision" for "unsupervised"
+            out.append(f"{x!r} where its evidence says {y!r}")
+    return out
+
+
+def _negated(words: list[str]) -> set[str]:
+    """Lemmas of the words right after a "not", "never", "no" or "without" (an article or
+    "any" between: "without any supervision")."""
+    out = set()
+    for k, before in enumerate(words[:-1]):
+        if before in _NEGATORS:
+            after = k + 1
+            while after < len(words) - 1 and words[after] in _NEGATION_FILLERS:
+                after += 1
+            out.add(lemma(words[after]))
+    return out
+
+
+_NEGATION_FILLERS = frozenset(("any", "a", "an", "the"))
+
+
+@lru_cache(maxsize=1)
+def _antonym_prefixes() -> frozenset[str]:
+    """First four letters of every antonym: only such words need a lemma."""
+    return frozenset(w[:4] for pair in ANTONYMS for w in pair)
+
+
+@lru_cache(maxsize=1)
+def _antonym_lemmas() -> tuple[tuple[str, str, str, str], ...]:
+    """(word, opposite, their lemmas) both ways round, for every pair of ANTONYMS."""
+    return tuple((x, y, lemma(x), lemma(y)) for a, b in ANTONYMS for x, y in ((a, b), (b, a)))
+
+
+# Words of a statement that say nothing of its content.
+_FUNCTION_WORDS = WORDS.function_words
+MAX_NEW_WORDS = 2  # content words a statement may add to what the abstract says
+
+
+def new_words(statement: str, abstract: str) -> list[str]:
+    """Content words of a statement found nowhere in the abstract, as lemmas ("helpful" in
+    "reviewers found it helpful" when the abstract never says so)."""
+    same = _word_set(abstract)  # the word itself: no stemming needed
+    out = []
+    for t in tokens(statement):
+        if t[0].isdigit() or len(t) <= 2 or t in same or t in _FUNCTION_WORDS:
+            continue
+        if (
+            t not in GENERIC_WORDS
+            and t not in out
+            and lemma(t) not in _lemma_index(abstract).positions
+        ):
+            out.append(t)
+    return out
+
+
+def statement_problems(
+    statement: str, evidence: str, abstract: str, context: str | None = None
+) -> list[str]:
+    """What a claim's statement shows that its evidence (numbers; `context`, the sentences
+    the evidence lies in, when given) or the abstract (names) does not, or where it
+    contradicts its evidence; [] when it is grounded."""
+    problems = [f"{n!r}, which its evidence does not hold" for n in
+                ungrounded_numbers(statement, context or evidence, abstract)]  # fmt: skip
+    said = " ".join(statement.rstrip(". ").lower().split())
+    if evidence.lower() in said and said in " ".join((context or abstract).lower().split()):
+        # The statement is the evidence's own sentence (what the offline extractor writes):
+        # its names and words are the abstract's, and it cannot contradict itself.
+        return problems
+    problems += [
+        f"{n!r}, which the abstract does not name" for n in unsupported_names(statement, abstract)
+    ]
+    problems += contradictions(statement, evidence)
+    if (claimed := unstated_superiority(statement, evidence, abstract)) is not None:
+        problems.append(f"a claim of superiority ({claimed!r}) its evidence does not state")
+    added = new_words(statement, abstract)
+    if len(added) > MAX_NEW_WORDS:
+        listed = ", ".join(repr(w) for w in added)
+        problems.append(f"words the abstract never uses ({listed}): say what it says")
+    return problems
