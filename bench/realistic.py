@@ -39,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         choices=(
             "heldout17",
             "heldout18",
+            "heldout19",
             "heldout16",
             "heldout15",
             "heldout14",
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
             "dev",
             "all",
         ),
-        default="heldout18",
+        default="heldout19",
     )
     parser.add_argument("--verbose", action="store_true", help="list what was lost")
     args = parser.parse_args(argv)

@@ -31,19 +31,19 @@ def _checker():
 def test_every_answers_file_passes_the_annotators_structure_check(capsys):
     check = _checker().check
     files = sorted(FOLDER.glob("answers_*.yaml"))
-    assert len(files) == 54  # 3 annotators x (dev + heldout, heldout2, ..., heldout18)
+    assert len(files) == 57  # 3 annotators x (dev + heldout, heldout2, ..., heldout19)
     assert [p for f in files for p in check(f)] == []
 
 
-def test_the_corpus_is_nineteen_batches_of_abstracts_shipped_nowhere_else():
+def test_the_corpus_is_twenty_batches_of_abstracts_shipped_nowhere_else():
     rows = [json.loads(x) for x in (FOLDER / "abstracts.jsonl").read_text().splitlines()]
     assert Counter(r["split"] for r in rows) == {
         "dev": 42, "heldout": 42, "heldout2": 42, "heldout3": 42, "heldout4": 42, "heldout5": 42,
         "heldout6": 42, "heldout7": 42, "heldout8": 42, "heldout9": 42, "heldout10": 42, "heldout11": 42, "heldout12": 42,
         "heldout13": 42, "heldout14": 42, "heldout15": 42, "heldout16": 42,
-        "heldout17": 42, "heldout18": 42,
+        "heldout17": 42, "heldout18": 42, "heldout19": 42,
     }  # fmt: skip
-    assert len({r["paper_id"] for r in rows}) == len({r["abstract"] for r in rows}) == 798
+    assert len({r["paper_id"] for r in rows}) == len({r["abstract"] for r in rows}) == 840
     shipped = "\n".join(
         p.read_text(encoding="utf-8", errors="replace")
         for p in sorted((FOLDER.parents[1]).rglob("*"))
@@ -52,14 +52,14 @@ def test_the_corpus_is_nineteen_batches_of_abstracts_shipped_nowhere_else():
         and p.suffix in (".jsonl", ".json", ".txt", ".yaml")
     )
     assert len(shipped) > 500_000
-    # heldout18 took its 21 abstracts with a digit from the shipped examples (SciTLDR had none
-    # left); every other abstract is shipped nowhere else.
+    # heldout18 and heldout19 took the 57 abstracts of the shipped examples (SciTLDR had none
+    # with a digit left); every other abstract is shipped nowhere else.
     examples = " ".join(
         " ".join(p.read_text(encoding="utf-8").split())
         for p in sorted((FOLDER.parents[2] / "examples" / "iclr2026").glob("*.txt"))
     )
     iclr = [r for r in rows if r["paper_id"].startswith("iclr2026-")]
-    assert len(iclr) == 21 and {r["split"] for r in iclr} == {"heldout18"}
+    assert len(iclr) == 57 and {r["split"] for r in iclr} == {"heldout18", "heldout19"}
     assert all(r["abstract"] in examples for r in iclr)
     others = [r for r in rows if r not in iclr]
     assert [r["paper_id"] for r in others if r["abstract"][:200] in shipped] == []
@@ -86,6 +86,7 @@ def test_the_corpus_is_nineteen_batches_of_abstracts_shipped_nowhere_else():
         "heldout16",
         "heldout17",
         "heldout18",
+        "heldout19",
     ],
 )
 def test_each_held_out_batch_has_the_size_and_fabrications_the_issue_asks(split):
