@@ -176,3 +176,22 @@ def test_a_list_item_is_skipped_only_after_a_word_quoted_as_written():
         align(text, "Models that structural variational inference techniques can be used") is None
     )
     assert align(text, "show that structural variational inference techniques can be used")
+
+
+def test_a_statement_claiming_all_needs_its_evidence_to_say_so(stages):
+    from pipeline.support import unstated_universals
+
+    abstract = "The model is robust to several types of image corruptions on CIFAR-10-C."
+    claim = {"statement": "The model is robust to all types of image corruptions.",
+             "kind": "qualitative", "metric": None, "value": None, "unit": None,
+             "dataset": None, "comparison": None,
+             "evidence": "robust to several types of image corruptions"}  # fmt: skip
+    parsed = stages["claims"].accept(json.dumps({"claims": [claim]}), abstract, keep_none=True)
+    assert parsed.output["claims"] == [] and "'all'" in str(parsed.rejected[0].error)
+    every = abstract.replace("several", "all")
+    claim["evidence"] = "robust to all types of image corruptions"
+    assert stages["claims"].accept(json.dumps({"claims": [claim]}), every).output["claims"]
+    assert unstated_universals("It wins on all three benchmarks.", "wins on both tasks") == []
+    assert unstated_universals("Not all heads matter.", "some heads matter") == []
+    assert unstated_universals("The all-attention model wins.", "the model wins") == []
+    assert unstated_universals("It always converges.", "it converges") == ["always"]

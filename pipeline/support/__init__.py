@@ -59,6 +59,7 @@ from pipeline.support.statements import (
     new_words,
     statement_problems,
     unstated_superiority,
+    unstated_universals,
 )
 from pipeline.support.tags import (
     MAX_SUPPORT_CHARS,
@@ -124,6 +125,7 @@ __all__ = [
     "ungrounded_quantities",
     "unmarked",
     "unstated_superiority",
+    "unstated_universals",
     "unsupported_names",
     "unsupported_tags",
     "unsupported_topics",

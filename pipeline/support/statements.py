@@ -240,6 +240,8 @@ def statement_problems(
         f"{n!r}, which the abstract does not name" for n in unsupported_names(statement, abstract)
     ]
     problems += contradictions(statement, evidence)
+    problems += [f"{w!r}, which its evidence does not say" for w in
+                 unstated_universals(statement, context or evidence)]  # fmt: skip
     if (claimed := unstated_superiority(statement, evidence, abstract)) is not None:
         problems.append(f"a claim of superiority ({claimed!r}) its evidence does not state")
     added = new_words(statement, abstract)
@@ -247,3 +249,23 @@ def statement_problems(
         listed = ", ".join(repr(w) for w in added)
         problems.append(f"words the abstract never uses ({listed}): say what it says")
     return problems
+
+
+_WORD = re.compile(r"[^\W\d_]+")  # words as written (`tokens` drops a plural "s")
+_UNIVERSAL = re.compile(
+    r"(?<![\w-])(" + "|".join(sorted(WORDS.universal_words)) + r")(?![\w-])", re.I
+)
+
+
+def unstated_universals(statement: str, context: str) -> list[str]:
+    """The words of `statement` claiming a result holds everywhere ("all", "always") that
+    its evidence's sentences back with no such word ("all types" over "several types");
+    not "not all" or a compound ("all-attention")."""
+    found = [
+        m.group(1).lower()
+        for m in _UNIVERSAL.finditer(statement)
+        if not statement[: m.start()].rstrip().lower().endswith(("not", "at"))
+    ]
+    if not found or not WORDS.universal_support.isdisjoint(_WORD.findall(context.lower())):
+        return []
+    return list(dict.fromkeys(found))

@@ -35,6 +35,8 @@ class GroundingWords(DataFile):
     superiority_words: Words
     comparison_words: Words
     parity_words: Words
+    universal_words: WordSet
+    universal_support: WordSet
     distinct_stems: dict[str, str]
     metric_names: WordSet
     support_phrases: dict[str, tuple[str, ...]]
