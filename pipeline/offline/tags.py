@@ -466,15 +466,16 @@ class _Analysis:
 _SUFFIX_BLOCKERS = tag_rules.SUFFIX_BLOCKERS
 _COMPARED_REACH = 5  # tokens from a comparison word to the mention it governs
 _QUANTITY_BEFORE_THAN = tag_rules.QUANTITY_BEFORE_THAN
-_COMPARED_BY_LAST: dict[str, tuple[tuple[str, ...], ...]] = {
-    last: tuple(p for p in tag_rules.COMPARED_BEFORE if p[-1] == last)
-    for last in {p[-1] for p in tag_rules.COMPARED_BEFORE}
-}
+
+
+def _by_last(phrases: tuple[tuple[str, ...], ...]) -> dict[str, tuple[tuple[str, ...], ...]]:
+    """Last word -> the phrases ending with it (a phrase is matched back from its last word)."""
+    return {last: tuple(p for p in phrases if p[-1] == last) for last in {p[-1] for p in phrases}}
+
+
+_COMPARED_BY_LAST = _by_last(tag_rules.COMPARED_BEFORE)
 _PASSING_LAST = frozenset(p[-1] for p in tag_rules.PASSING_BEFORE)
-_EXAMPLE_BY_LAST: dict[str, tuple[tuple[str, ...], ...]] = {
-    last: tuple(p for p in tag_rules.EXAMPLE_BEFORE if p[-1] == last)
-    for last in {p[-1] for p in tag_rules.EXAMPLE_BEFORE}
-}
+_EXAMPLE_BY_LAST = _by_last(tag_rules.EXAMPLE_BEFORE)
 _EXAMPLE_LAST = frozenset(_EXAMPLE_BY_LAST)
 _NONE: frozenset[str] = frozenset()
 _NOT_SENTENCE_END = WORDS.not_sentence_end

@@ -32,10 +32,6 @@ from pipeline.text import sentence_bounds
 ANTONYMS = WORDS.antonyms
 
 
-def _lemmas(text: str) -> set[str]:
-    return {lemma(t) for t in tokens(text)}
-
-
 # Words that claim a result beats something: a statement may say one only when its evidence
 # states a comparison too (a superiority word, "than", "over", "compared", "vs") or a number.
 SUPERIORITY_WORDS = WORDS.superiority_words

@@ -180,6 +180,11 @@ class AbstractIndex:
 def abstract_index(abstract: str) -> AbstractIndex:
     """The index of one abstract (memoized: every field of its answers asks)."""
     seq = tuple(tokens(abstract))
+    return AbstractIndex(seq, _positions(seq), abstract)
+
+
+def _positions(seq: tuple[str, ...]) -> dict[str, list[int]]:
+    """Word -> the positions it holds in `seq`."""
     positions: dict[str, list[int]] = {}
     for i, t in enumerate(seq):
         at = positions.get(t)
@@ -187,7 +192,7 @@ def abstract_index(abstract: str) -> AbstractIndex:
             positions[t] = [i]
         else:
             at.append(i)
-    return AbstractIndex(seq, positions, abstract)
+    return positions
 
 
 _SMALL_WORDS = WORDS.small_words
@@ -307,11 +312,4 @@ def _lemmas_of(words: tuple[str, ...]) -> list[str]:
 
 
 def _index_of(seq: tuple[str, ...], base: AbstractIndex) -> AbstractIndex:
-    positions: dict[str, list[int]] = {}
-    for i, t in enumerate(seq):
-        at = positions.get(t)
-        if at is None:
-            positions[t] = [i]
-        else:
-            at.append(i)
-    return AbstractIndex(seq, positions, base.text, lemmas=True)
+    return AbstractIndex(seq, _positions(seq), base.text, lemmas=True)
