@@ -195,3 +195,56 @@ def test_a_statement_claiming_all_needs_its_evidence_to_say_so(stages):
     assert unstated_universals("Not all heads matter.", "some heads matter") == []
     assert unstated_universals("The all-attention model wins.", "the model wins") == []
     assert unstated_universals("It always converges.", "it converges") == ["always"]
+
+
+MCBIF = (
+    "We then demonstrate through experiments the use of MCbiF Hilbert functions as "
+    "interpretable topological feature maps for downstream machine learning tasks, and show "
+    "that MCbiF feature maps outperform both baseline features and representation learning "
+    "methods on regression and classification tasks. Our approach has the most flexibility "
+    "by learning both operators and responses, compared with existing approaches."
+)
+
+
+def test_a_grown_comparison_must_compare_the_statements_quality(stages):
+    # "outperform" later in the sentence compares accuracy on tasks, not interpretability.
+    raw = _claim(
+        "MCbiF Hilbert functions are more interpretable than representation learning methods.",
+        "the use of MCbiF Hilbert functions as interpretable topological feature maps",
+    )
+    parsed = stages["claims"].accept(raw, MCBIF, keep_none=True)
+    assert parsed.output["claims"] == []
+    assert "superiority" in str(parsed.rejected[0].error)
+
+
+def test_a_superlative_of_the_quality_backs_its_comparative(stages):
+    raw = _claim(
+        "The approach is more flexible than existing approaches.",
+        "Our approach has the most flexibility by learning both operators and responses",
+    )
+    (claim,) = stages["claims"].accept(raw, MCBIF).output["claims"]
+    assert claim["evidence"].endswith("compared with existing approaches")
+
+
+def test_a_baseline_acronym_must_be_written_in_the_abstract(stages):
+    abstract = (
+        "Value iteration networks make value iteration differentiable. SVIN produces more "
+        "effective training gradients than the value iteration network, and than a CNN."
+    )
+    raw = json.dumps(
+        {
+            "claims": [
+                {"statement": "SVIN produces more effective training gradients than VIN.",
+                 "kind": "qualitative", "metric": None, "value": None, "unit": None,
+                 "dataset": None, "comparison": "standard VIN",
+                 "evidence": "SVIN produces more effective training gradients than the value iteration network"},
+                {"statement": "SVIN produces more effective training gradients than a CNN.",
+                 "kind": "qualitative", "metric": None, "value": None, "unit": None,
+                 "dataset": None, "comparison": "CNN",
+                 "evidence": "SVIN produces more effective training gradients than the value iteration network, and than a CNN"},
+            ]
+        }
+    )  # fmt: skip
+    parsed = stages["claims"].accept(raw, abstract, keep_none=True)
+    assert [c["comparison"] for c in parsed.output["claims"]] == ["CNN"]
+    assert "baseline 'standard VIN': VIN is not written" in str(parsed.rejected[0].error)

@@ -17,11 +17,12 @@ from pipeline.errors import ConfigError, OutputValidationError
 from pipeline.schemas import GroundingError, context_abstract
 from pipeline.spans import locate
 from pipeline.stages.base import Shaped, StageSpec
-from pipeline.support.names import name_supported
+from pipeline.support.names import name_supported, unwritten_acronyms
 from pipeline.support.numbers import foreign_numbers, spelled_numbers
 from pipeline.support.statements import (
     comparison_widened,
     statement_problems,
+    unstated_quality,
     unstated_superiority,
 )
 from pipeline.support.words import abstract_index
@@ -141,6 +142,10 @@ class Claim(BaseModel):
             value = getattr(self, name)
             if value and not name_supported(value, abstract):
                 raise GroundingError(f"{what} {value!r} is not named in the abstract")
+            if value and (unwritten := unwritten_acronyms(value, abstract)):
+                raise GroundingError(
+                    f"{what} {value!r}: {', '.join(unwritten)} is not written in the abstract"
+                )
 
     def _widened_to_comparison(self, abstract: str, context: str) -> bool:
         """Store the evidence grown to the comparison of its sentence (`comparison_widened`)
@@ -150,7 +155,10 @@ class Claim(BaseModel):
         if wider is None:
             return False
         evidence = normalize_ws(abstract[wider[0] : wider[1]])
-        if statement_problems(self.statement, evidence, abstract, context):
+        grown = abstract[wider[0] : self.span[0]] + " " + abstract[self.span[1] : wider[1]]
+        if statement_problems(self.statement, evidence, abstract, context) or unstated_quality(
+            self.statement, evidence, grown
+        ):
             return False
         self.evidence, self.span = evidence, wider
         return True

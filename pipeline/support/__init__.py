@@ -58,6 +58,7 @@ from pipeline.support.statements import (
     contradictions,
     new_words,
     statement_problems,
+    unstated_quality,
     unstated_superiority,
     unstated_universals,
 )
@@ -124,6 +125,7 @@ __all__ = [
     "ungrounded_numbers",
     "ungrounded_quantities",
     "unmarked",
+    "unstated_quality",
     "unstated_superiority",
     "unstated_universals",
     "unsupported_names",

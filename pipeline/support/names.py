@@ -69,7 +69,7 @@ def keyword_supported(keyword: str, abstract: str) -> bool:
     asks so), while a dataset or baseline name may be assembled from its words."""
     if _verbatim(keyword, abstract):
         return True
-    if not all(_written(a, abstract) for a in _LETTER_ACRONYM.findall(keyword)):
+    if unwritten_acronyms(keyword, abstract):
         return False  # "LC algorithm" for "Learning-Compression algorithm": the model's acronym
     if len(keyword.split()) < 2:
         return name_supported(keyword, abstract)
@@ -82,6 +82,17 @@ def keyword_supported(keyword: str, abstract: str) -> bool:
 _ACRONYM = re.compile(r"[A-Z][A-Z0-9]*[A-Z]s?")
 # An acronym of capital letters only, a word of its own (not a part of "ZO-SGD" or "A2C").
 _LETTER_ACRONYM = re.compile(r"(?<![\w-])([A-Z]{2,})s?(?![\w-])")
+
+
+def unwritten_acronyms(name: str, abstract: str) -> list[str]:
+    """The capital-letter acronyms of a keyword, dataset or baseline that the abstract does
+    not write and grounding.yaml's `abbreviations` does not list: "standard VIN" for "value
+    iteration network" is the model's acronym, so its name, not the abstract's."""
+    return [
+        a
+        for a in _LETTER_ACRONYM.findall(name)
+        if a.lower() not in ABBREVIATIONS and not _written(a, abstract)
+    ]
 
 
 def _written(acronym: str, abstract: str) -> bool:

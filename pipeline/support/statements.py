@@ -133,6 +133,31 @@ def comparison_widened(abstract: str, span: tuple[int, int]) -> tuple[int, int] 
     return None if PARITY_WORDS.intersection(tokens(abstract[wider[0] : wider[1]])) else wider
 
 
+_COMPARATIVES = frozenset(("more", "less"))
+_DEGREES = frozenset(("more", "most", "less", "least"))
+
+
+def unstated_quality(statement: str, evidence: str, grown: str) -> str | None:
+    """The quality of a statement's "more A than" or "less A than" that `evidence` does not
+    compare, else None: evidence grown (`grown`: the words added) to "... outperform both
+    baselines" states no "more interpretable than". A in the grown words, or "more A" or
+    "the most A" in the evidence, backs it."""
+    words = tokens(statement)
+    said = tokens(evidence)
+    added = {lemma(t) for t in tokens(grown)}
+    for k, word in enumerate(words[:-2]):
+        quality = words[k + 1]
+        if word not in _COMPARATIVES or words[k + 2] != "than" or not quality.isalpha():
+            continue
+        wanted = lemma(quality)
+        if wanted in added or any(
+            said[i] in _DEGREES and lemma(said[i + 1]) == wanted for i in range(len(said) - 1)
+        ):
+            continue
+        return f"{word} {quality} than"
+    return None
+
+
 _NEGATORS = frozenset(("not", "never", "no", "without"))
 _NEGATIVE_PREFIXES = frozenset(("un", "in", "im", "ir", "il", "non", "non-"))
 # Any word that may stem like an antonym: statements without one need no stemming.
