@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
             "heldout17",
             "heldout18",
             "heldout19",
+            "heldout20",
             "heldout16",
             "heldout15",
             "heldout14",
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
             "dev",
             "all",
         ),
-        default="heldout19",
+        default="heldout20",
     )
     parser.add_argument("--verbose", action="store_true", help="list what was lost")
     args = parser.parse_args(argv)
