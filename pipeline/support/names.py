@@ -193,11 +193,16 @@ def _supported_part(name: str, index: AbstractIndex) -> bool:
     if index.has_run(whole):
         return True
     for compound in name.split():
-        parts = [norm(p) for p in tokens(compound) if p not in GENERIC_WORDS or p[0].isdigit()]
+        pieces = [p for p in compound.split("-") if p]
+        # "Meta-Dataset": a generic word capitalized in a compound of capitalized words is a
+        # part of the name, not a word of presentation ("meta-learning" is no Meta-Dataset)
+        titled = len(pieces) > 1 and all(p[:1].isupper() for p in pieces)
+        parts = [
+            norm(p) for p in tokens(compound) if titled or p not in GENERIC_WORDS or p[0].isdigit()
+        ]
         if not parts:
             continue
         # "ZO-SGD", all of whose parts are acronyms, is one name: "ZO-signSGD" is not it
-        pieces = [p for p in compound.split("-") if p]
         gap = 0 if len(pieces) > 1 and all(_ACRONYM.fullmatch(p) for p in pieces) else COMPOUND_GAP
         if not _compound_supported(parts, index, gap):
             return False
