@@ -22,6 +22,7 @@ from pipeline.support import (
     unconfirmed_tags,
     unsupported_names,
     unsupported_tags,
+    unwritten_acronyms,
 )
 from pipeline.taxonomy import load_taxonomy
 
@@ -429,4 +430,20 @@ def test_a_keywords_acronym_is_written_in_the_abstract():
     assert not keyword_supported("LC algorithm", lc)
     assert keyword_supported("LC algorithm", lc.replace("algorithm", "(LC) algorithm"))
     assert keyword_supported("GANs", "We train a GAN with two discriminators.")
-    assert name_supported("LC", lc)  # a dataset or baseline name may still abbreviate
+    assert name_supported("LC", lc)  # a TL;DR may still abbreviate the abstract's words
+    assert unwritten_acronyms("LC baseline", lc) == ["LC"]  # a dataset or baseline may not
+    assert unwritten_acronyms("CNN", "We train a convolutional network.") == []  # documented
+
+
+def test_simulated_data_is_no_simulator(taxonomy):
+    video = "We generate videos in experiments across simulated and real datasets."
+    assert unconfirmed_tags(["robotics-control"], video, taxonomy) == ["robotics-control"]
+    engine = "We train the policy in a physics simulator before deploying it."
+    assert _shown_as_fact("robotics-control", engine, taxonomy)
+
+
+def test_a_capitalized_compound_keeps_its_generic_part():
+    few_shot = "Few-shot learning has advanced with meta-learning. We learn disparate modulators."
+    assert not name_supported("Meta-Dataset", few_shot)
+    assert name_supported("Meta-Dataset", few_shot + " We evaluate on Meta-Dataset.")
+    assert name_supported("the meta-learning baselines", few_shot)

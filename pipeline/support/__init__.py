@@ -38,6 +38,7 @@ from pipeline.support.names import (
     name_supported,
     name_tokens,
     unsupported_names,
+    unwritten_acronyms,
 )
 from pipeline.support.numbers import (
     NUMBER_WORDS,
@@ -130,5 +131,6 @@ __all__ = [
     "unstated_universals",
     "unsupported_names",
     "unsupported_tags",
+    "unwritten_acronyms",
     "unsupported_topics",
 ]

@@ -5,12 +5,16 @@
   - case, typography (Unicode dashes, quotes, TeX), hyphens and spaces ("CIFAR-10" =
     "CIFAR10" = "CIFAR 10"), and a plural "s" ("GANs" = "GAN");
   - a list is checked item by item ("MNIST, CIFAR-10 and SVHN");
-  - generic words may be added or left out ("the CIFAR-10 dataset", "strong baselines");
+  - generic words may be added or left out ("the CIFAR-10 dataset", "strong baselines"),
+    but not from a compound of capitalized words ("Meta-Dataset" is no "meta-learning");
     every other word must occur in the abstract, and the parts of a hyphenated or glued
     compound ("BERT-large", "ResNet50") in order, at most `COMPOUND_GAP` words apart;
   - abbreviation forms: an acronym for a run of the abstract's words ("GAN" for "generative
     adversarial network"), a run of words for an acronym of the abstract, and the fixed
-    forms of `ABBREVIATIONS` ("En-De" for "English-German");
+    forms of `ABBREVIATIONS` ("En-De" for "English-German"); a keyword's, dataset's or
+    baseline's capital acronym must be written in the abstract or be one of those fixed
+    forms (`unwritten_acronyms`): "standard VIN" is the model's name for "value iteration
+    network", a TL;DR may still abbreviate;
   - every number must be a number of the abstract.
 - `name_tokens(text)`: the acronyms and capitalized names of a sentence (what a TL;DR must
   not invent); `name_runs(text)`: runs of them written together, each one name
