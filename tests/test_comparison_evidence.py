@@ -197,6 +197,20 @@ def test_a_statement_claiming_all_needs_its_evidence_to_say_so(stages):
     assert unstated_universals("It always converges.", "it converges") == ["always"]
 
 
+def test_a_statement_judging_a_result_needs_its_evidence_to_judge_it(stages):
+    from pipeline.support import unstated_judgements
+
+    abstract = "We apply the attack on two black-box algorithms from Clarifai.com."
+    claim = {"statement": "The attack successfully fools two black-box models.",
+             "kind": "qualitative", "metric": None, "value": None, "unit": None,
+             "dataset": None, "comparison": None,
+             "evidence": "We apply the attack on two black-box algorithms"}  # fmt: skip
+    parsed = stages["claims"].accept(json.dumps({"claims": [claim]}), abstract, keep_none=True)
+    assert parsed.output["claims"] == [] and "'successfully'" in str(parsed.rejected[0].error)
+    assert unstated_judgements("It predicts labels accurately.", "with high accuracy") == []
+    assert unstated_judgements("It is robustly better.", "it is better") == ["robustly"]
+
+
 MCBIF = (
     "We then demonstrate through experiments the use of MCbiF Hilbert functions as "
     "interpretable topological feature maps for downstream machine learning tasks, and show "

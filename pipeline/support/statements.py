@@ -4,8 +4,11 @@
   does not (numbers, names, contradictions, superiority, new words); `comparison_widened(
   abstract, span)`: evidence grown to the comparison of its sentence when a statement claims
   one the quote left out.
-- `unstated_superiority`, the superiority and parity words; `contradictions`, the antonyms;
-  `new_words`, content words the abstract never uses.
+- `unstated_superiority`, the superiority and parity words; `unstated_quality`, the quality
+  a grown comparison must compare ("more interpretable than"); `unstated_universals`
+  ("all", "always") and `unstated_judgements` ("successfully", "accurately") the evidence's
+  sentences do not back; `contradictions`, the antonyms; `new_words`, content words the
+  abstract never uses.
 """
 
 from __future__ import annotations
@@ -263,6 +266,8 @@ def statement_problems(
     problems += contradictions(statement, evidence)
     problems += [f"{w!r}, which its evidence does not say" for w in
                  unstated_universals(statement, context or evidence)]  # fmt: skip
+    problems += [f"{w!r}, which its evidence does not say" for w in
+                 unstated_judgements(statement, context or evidence)]  # fmt: skip
     if (claimed := unstated_superiority(statement, evidence, abstract)) is not None:
         problems.append(f"a claim of superiority ({claimed!r}) its evidence does not state")
     added = new_words(statement, abstract)
@@ -290,3 +295,19 @@ def unstated_universals(statement: str, context: str) -> list[str]:
     if not found or not WORDS.universal_support.isdisjoint(_WORD.findall(context.lower())):
         return []
     return list(dict.fromkeys(found))
+
+
+JUDGEMENT_STEM = 6  # letters a word of the evidence shares with a judgement ("accura"cy)
+
+
+def unstated_judgements(statement: str, context: str) -> list[str]:
+    """The words of `statement` judging how well a result came out ("successfully",
+    "accurately") whose stem its evidence's sentences never use."""
+    said = {w[:JUDGEMENT_STEM] for w in _WORD.findall(context.lower())}
+    return list(
+        dict.fromkeys(
+            w
+            for w in _WORD.findall(statement.lower())
+            if w in WORDS.judgement_words and w[:JUDGEMENT_STEM] not in said
+        )
+    )

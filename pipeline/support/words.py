@@ -37,6 +37,7 @@ class GroundingWords(DataFile):
     parity_words: Words
     universal_words: WordSet
     universal_support: WordSet
+    judgement_words: WordSet
     distinct_stems: dict[str, str]
     metric_names: WordSet
     support_phrases: dict[str, tuple[str, ...]]
