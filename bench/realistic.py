@@ -41,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
             "heldout18",
             "heldout19",
             "heldout20",
+            "heldout21",
             "heldout16",
             "heldout15",
             "heldout14",
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
             "dev",
             "all",
         ),
-        default="heldout20",
+        default="heldout21",
     )
     parser.add_argument("--verbose", action="store_true", help="list what was lost")
     args = parser.parse_args(argv)

@@ -1,6 +1,6 @@
 """The small-model corpus through the real pipeline and a local replay server.
 
-    python -m bench.realistic --corpus small-models [--split heldout20|...|dev|all] [--reasks N]
+    python -m bench.realistic --corpus small-models [--split heldout21|...|dev|all] [--reasks N]
                               [--verbose]
 
 The corpus, the compliant model and the scoring are pipeline/testing/small_models.py; each
