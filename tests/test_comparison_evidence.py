@@ -262,3 +262,20 @@ def test_a_baseline_acronym_must_be_written_in_the_abstract(stages):
     parsed = stages["claims"].accept(raw, abstract, keep_none=True)
     assert [c["comparison"] for c in parsed.output["claims"]] == ["CNN"]
     assert "baseline 'standard VIN': VIN is not written" in str(parsed.rejected[0].error)
+
+
+def test_a_statement_may_add_at_most_two_words_the_abstract_never_uses(stages):
+    from pipeline.support import new_words
+
+    abstract = "We further analyse the effects of the proposed regularizations on the agents."
+    evidence = "We further analyse the effects of the proposed regularizations on the agents"
+    claim = {"statement": "", "kind": "qualitative", "metric": None, "value": None,
+             "unit": None, "dataset": None, "comparison": None, "evidence": evidence}  # fmt: skip
+    # British and American spellings are one word; "author" and "affect" are the model's.
+    said = "The authors analyze how the regularizations affect the agents."
+    assert new_words(said, abstract) == ["author", "affect"]
+    claim["statement"] = said
+    assert stages["claims"].accept(json.dumps({"claims": [claim]}), abstract).output["claims"]
+    claim["statement"] = "Reviewers found the regularizations helpful for the agents' authors."
+    parsed = stages["claims"].accept(json.dumps({"claims": [claim]}), abstract, keep_none=True)
+    assert parsed.output["claims"] == [] and "never uses" in str(parsed.rejected[0].error)

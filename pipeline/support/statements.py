@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from pipeline.alignment import is_variant
 from pipeline.support.names import unsupported_names
 from pipeline.support.numbers import ungrounded_numbers
 from pipeline.support.words import (
@@ -231,8 +232,9 @@ MAX_NEW_WORDS = 2  # content words a statement may add to what the abstract says
 
 
 def new_words(statement: str, abstract: str) -> list[str]:
-    """Content words of a statement found nowhere in the abstract, as lemmas ("helpful" in
-    "reviewers found it helpful" when the abstract never says so)."""
+    """Content words of a statement found nowhere in the abstract, as lemmas or spelling
+    variants (`alignment.is_variant`: "analyze" is "analyse"), ("helpful" in "reviewers
+    found it helpful" when the abstract never says so)."""
     same = _word_set(abstract)  # the word itself: no stemming needed
     out = []
     for t in tokens(statement):
@@ -242,6 +244,7 @@ def new_words(statement: str, abstract: str) -> list[str]:
             t not in GENERIC_WORDS
             and t not in out
             and lemma(t) not in _lemma_index(abstract).positions
+            and not any(is_variant(t, w) for w in same)  # "analyze" for "analyse"
         ):
             out.append(t)
     return out
