@@ -274,6 +274,10 @@ def test_a_statement_may_add_at_most_two_words_the_abstract_never_uses(stages):
     # British and American spellings are one word; "author" and "affect" are the model's.
     said = "The authors analyze how the regularizations affect the agents."
     assert new_words(said, abstract) == ["author", "affect"]
+    assert new_words("It keeps accuracy on NLP tasks.", "natural language processing tasks") == [
+        "keep",
+        "accuracy",
+    ]
     claim["statement"] = said
     assert stages["claims"].accept(json.dumps({"claims": [claim]}), abstract).output["claims"]
     claim["statement"] = "Reviewers found the regularizations helpful for the agents' authors."

@@ -17,7 +17,7 @@ import re
 from functools import lru_cache
 
 from pipeline.alignment import is_variant
-from pipeline.support.names import unsupported_names
+from pipeline.support.names import ABBREVIATIONS, unsupported_names
 from pipeline.support.numbers import ungrounded_numbers
 from pipeline.support.words import (
     GENERIC_WORDS,
@@ -245,9 +245,18 @@ def new_words(statement: str, abstract: str) -> list[str]:
             and t not in out
             and lemma(t) not in _lemma_index(abstract).positions
             and not any(is_variant(t, w) for w in same)  # "analyze" for "analyse"
+            and not _abbreviates(t, abstract)  # "NLP" for "natural language processing"
         ):
             out.append(t)
     return out
+
+
+def _abbreviates(word: str, abstract: str) -> bool:
+    """`word` is a fixed abbreviation (grounding.yaml `abbreviations`) whose long form's
+    words the abstract uses."""
+    long_form = ABBREVIATIONS.get(word)
+    positions = _lemma_index(abstract).positions
+    return long_form is not None and all(lemma(w) in positions for w in long_form.split())
 
 
 def statement_problems(
