@@ -442,6 +442,14 @@ def test_simulated_data_is_no_simulator(taxonomy):
     assert _shown_as_fact("robotics-control", engine, taxonomy)
 
 
+def test_a_capital_s_is_a_letter_of_the_acronym_not_a_plural():
+    kitti = "We advance the state of the art on the KITTI Multi-Object and Tracking Dataset."
+    assert unsupported_names("It leads on KITTI MOTS.", kitti) == ["MOTS"]
+    assert name_supported("MOTS", kitti.replace("Dataset.", "Dataset (MOTS)."))
+    assert name_supported("MOS", "We report the mean opinion score of the samples.")
+    assert name_supported("GANs", "We train generative adversarial networks.")
+
+
 def test_a_capitalized_compound_keeps_its_generic_part():
     few_shot = "Few-shot learning has advanced with meta-learning. We learn disparate modulators."
     assert not name_supported("Meta-Dataset", few_shot)

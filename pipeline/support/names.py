@@ -208,12 +208,19 @@ def _supported_part(name: str, index: AbstractIndex) -> bool:
             continue
         # "ZO-SGD", all of whose parts are acronyms, is one name: "ZO-signSGD" is not it
         gap = 0 if len(pieces) > 1 and all(_ACRONYM.fullmatch(p) for p in pieces) else COMPOUND_GAP
-        if not _compound_supported(parts, index, gap):
+        # a capital S is a letter of the acronym, not a plural ("MOTS" is no "MOT" + s)
+        capital_s = _CAPITAL_S.fullmatch(compound.strip(".,;:()")) is not None
+        if not _compound_supported(parts, index, gap, capital_s=capital_s):
             return False
     return True
 
 
-def _compound_supported(parts: list[str], index: AbstractIndex, gap: int = COMPOUND_GAP) -> bool:
+_CAPITAL_S = re.compile(r"[A-Z][A-Z0-9]*S")
+
+
+def _compound_supported(
+    parts: list[str], index: AbstractIndex, gap: int = COMPOUND_GAP, *, capital_s: bool = False
+) -> bool:
     if index.has_run(parts, gap):
         return True
     joined = " ".join(parts)
@@ -238,7 +245,7 @@ def _compound_supported(parts: list[str], index: AbstractIndex, gap: int = COMPO
         )
     ):
         return True  # "WMT'14" for "WMT 2014"
-    letters = "".join(parts)
+    letters = "".join(parts) + ("s" if capital_s and not "".join(parts).endswith("s") else "")
     # an acronym of a run of the abstract's words ("GAN" for "generative adversarial nets")
     if (
         len(parts) == 1
