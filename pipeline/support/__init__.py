@@ -133,6 +133,6 @@ __all__ = [
     "unstated_universals",
     "unsupported_names",
     "unsupported_tags",
-    "unwritten_acronyms",
     "unsupported_topics",
+    "unwritten_acronyms",
 ]

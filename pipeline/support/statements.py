@@ -232,9 +232,10 @@ MAX_NEW_WORDS = 2  # content words a statement may add to what the abstract says
 
 
 def new_words(statement: str, abstract: str) -> list[str]:
-    """Content words of a statement found nowhere in the abstract, as lemmas or spelling
-    variants (`alignment.is_variant`: "analyze" is "analyse"), ("helpful" in "reviewers
-    found it helpful" when the abstract never says so)."""
+    """Content words of a statement found nowhere in the abstract ("helpful" in "reviewers
+    found it helpful" when the abstract never says so): not as a lemma, not as a spelling
+    variant (`alignment.is_variant`: "analyze" for "analyse") and not as a fixed
+    abbreviation of its words ("NLP" for "natural language processing")."""
     same = _word_set(abstract)  # the word itself: no stemming needed
     out = []
     for t in tokens(statement):
@@ -244,8 +245,8 @@ def new_words(statement: str, abstract: str) -> list[str]:
             t not in GENERIC_WORDS
             and t not in out
             and lemma(t) not in _lemma_index(abstract).positions
-            and not any(is_variant(t, w) for w in same)  # "analyze" for "analyse"
-            and not _abbreviates(t, abstract)  # "NLP" for "natural language processing"
+            and not any(w[:2] == t[:2] and is_variant(t, w) for w in same)
+            and not _abbreviates(t, abstract)
         ):
             out.append(t)
     return out
@@ -255,8 +256,10 @@ def _abbreviates(word: str, abstract: str) -> bool:
     """`word` is a fixed abbreviation (grounding.yaml `abbreviations`) whose long form's
     words the abstract uses."""
     long_form = ABBREVIATIONS.get(word)
+    if long_form is None:
+        return False
     positions = _lemma_index(abstract).positions
-    return long_form is not None and all(lemma(w) in positions for w in long_form.split())
+    return all(lemma(w) in positions for w in long_form.split())
 
 
 def statement_problems(
