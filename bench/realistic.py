@@ -2,6 +2,7 @@
 
     python -m bench.realistic [--reasks N] [--json-object]
     python -m bench.realistic --corpus small-models [--split heldout|dev|all] [--verbose]
+    python -m bench.realistic --corpus small-models --by-batch
 
 The first form runs the gpt-4o-mini-style corpus in its four variants (natural, typography,
 shapes, fabricated: pipeline/testing/realistic.py), each one `digest` run (openai backend, the
@@ -64,9 +65,15 @@ def main(argv: list[str] | None = None) -> int:
         default="heldout21",
     )
     parser.add_argument("--verbose", action="store_true", help="list what was lost")
+    parser.add_argument(
+        "--by-batch", action="store_true", help="small models: one table row per batch"
+    )
     args = parser.parse_args(argv)
     if args.corpus == "small-models":
         from bench import small_models
+
+        if args.by_batch:
+            return small_models.by_batch()
 
         reasks = [args.reasks] if args.reasks else [0, 2]
         return small_models.main(args.split, reasks, compliant=True, verbose=args.verbose)

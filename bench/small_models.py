@@ -2,6 +2,10 @@
 
     python -m bench.realistic --corpus small-models [--split heldout21|...|dev|all] [--reasks N]
                               [--verbose]
+    python -m bench.realistic --corpus small-models --by-batch
+
+The second form prints docs/quality.md's every-batch table: each batch without re-asks and
+with the default re-asks and a compliant model, one Markdown row per batch, then the totals.
 
 The corpus, the compliant model and the scoring are pipeline/testing/small_models.py; each
 run is one `digest run` against the replay server (pipeline/testing/replay_server.py) on
@@ -95,3 +99,49 @@ def main(split: str, reasks: list[int], compliant: bool, verbose: bool) -> int:
                     )
                 )
     return 0
+
+
+def by_batch() -> int:
+    """Print one Markdown row per batch (max_reasks 0, then 2 with a compliant model) and
+    the totals: the every-batch table of docs/quality.md."""
+    entries = load_corpus("all")
+    splits = sorted({e.split for e in entries}, key=_batch_order)
+    print(
+        "| batch | claims kept, `max_reasks 0` | TL;DRs | tag answers | faithful tags kept "
+        "(+ marked) | shown as fact | compliant re-asks: claims / TL;DRs / tags, shown |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---|")
+    total: Counter[str] = Counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        for split in splits:
+            batch = [e for e in entries if e.split == split]
+            plain, _, _ = run(batch, Path(tmp), max_reasks=0, compliant=True, name=f"{split}-0")
+            asked, _, _ = run(batch, Path(tmp), max_reasks=2, compliant=True, name=f"{split}-2")
+            c, d = plain.counts, asked.counts
+            fabricated = sum(v for k, v in c.items() if k.startswith("fabricated:"))
+            total.update({f"r0:{k}": v for k, v in c.items()})
+            total.update({f"r2:{k}": v for k, v in d.items()})
+            print(_row(f"`{split}`", c, d, fabricated), flush=True)
+    r0 = {k[3:]: v for k, v in total.items() if k.startswith("r0:")}
+    r2 = {k[3:]: v for k, v in total.items() if k.startswith("r2:")}
+    fabricated = sum(v for k, v in r0.items() if k.startswith("fabricated:"))
+    print(_row("all", Counter(r0), Counter(r2), fabricated))
+    return 0
+
+
+def _batch_order(split: str) -> tuple[int, int]:
+    """dev, heldout, heldout2, heldout3, ...: the order the batches were made in."""
+    number = split.removeprefix("heldout")
+    return (0, 0) if split == "dev" else (1, int(number or 1))
+
+
+def _row(name: str, c: Counter[str], d: Counter[str], fabricated: int) -> str:
+    return (
+        f"| {name} | {c['faithful_claims_kept']}/{c['faithful_claims']} "
+        f"| {c['tldr_accepted']}/{c['tldr_answers']} | {c['tag_accepted']}/{c['tag_answers']} "
+        f"| {c['faithful_tags_kept']}/{c['faithful_tags']} (+{c['faithful_tags_marked']}) "
+        f"| {c['leaked']} of {fabricated} "
+        f"| {d['faithful_claims_kept']}/{d['faithful_claims']} / "
+        f"{d['tldr_accepted']}/{d['tldr_answers']} / {d['tag_accepted']}/{d['tag_answers']}, "
+        f"{d['leaked']} |"
+    )
