@@ -34,7 +34,7 @@ def _share(k: int, n: int) -> str:
 def report(tally: Tally, *, label: str, verbose: bool = False) -> list[str]:
     """Printed lines of one run."""
     c = tally.counts
-    fabricated = sum(v for k, v in c.items() if k.startswith("fabricated:"))
+    fabricated = _fabricated(c)
     lines = [
         f"{label}:",
         f"  faithful claims kept   {_share(c['faithful_claims_kept'], c['faithful_claims'])}",
@@ -111,22 +111,23 @@ def by_batch() -> int:
         "(+ marked) | shown as fact | compliant re-asks: claims / TL;DRs / tags, shown |"
     )
     print("|---|---:|---:|---:|---:|---:|---|")
-    total: Counter[str] = Counter()
+    plain_total: Counter[str] = Counter()
+    asked_total: Counter[str] = Counter()
     with tempfile.TemporaryDirectory() as tmp:
         for split in splits:
             batch = [e for e in entries if e.split == split]
             plain, _, _ = run(batch, Path(tmp), max_reasks=0, compliant=True, name=f"{split}-0")
             asked, _, _ = run(batch, Path(tmp), max_reasks=2, compliant=True, name=f"{split}-2")
-            c, d = plain.counts, asked.counts
-            fabricated = sum(v for k, v in c.items() if k.startswith("fabricated:"))
-            total.update({f"r0:{k}": v for k, v in c.items()})
-            total.update({f"r2:{k}": v for k, v in d.items()})
-            print(_row(f"`{split}`", c, d, fabricated), flush=True)
-    r0 = {k[3:]: v for k, v in total.items() if k.startswith("r0:")}
-    r2 = {k[3:]: v for k, v in total.items() if k.startswith("r2:")}
-    fabricated = sum(v for k, v in r0.items() if k.startswith("fabricated:"))
-    print(_row("all", Counter(r0), Counter(r2), fabricated))
+            plain_total.update(plain.counts)
+            asked_total.update(asked.counts)
+            print(_row(f"`{split}`", plain.counts, asked.counts), flush=True)
+    print(_row("all", plain_total, asked_total))
     return 0
+
+
+def _fabricated(counts: Counter[str]) -> int:
+    """Fabricated items of a run, every category."""
+    return sum(v for k, v in counts.items() if k.startswith("fabricated:"))
 
 
 def _batch_order(split: str) -> tuple[int, int]:
@@ -135,12 +136,13 @@ def _batch_order(split: str) -> tuple[int, int]:
     return (0, 0) if split == "dev" else (1, int(number or 1))
 
 
-def _row(name: str, c: Counter[str], d: Counter[str], fabricated: int) -> str:
+def _row(name: str, c: Counter[str], d: Counter[str]) -> str:
+    """One table row: `c` without re-asks, `d` with them."""
     return (
         f"| {name} | {c['faithful_claims_kept']}/{c['faithful_claims']} "
         f"| {c['tldr_accepted']}/{c['tldr_answers']} | {c['tag_accepted']}/{c['tag_answers']} "
         f"| {c['faithful_tags_kept']}/{c['faithful_tags']} (+{c['faithful_tags_marked']}) "
-        f"| {c['leaked']} of {fabricated} "
+        f"| {c['leaked']} of {_fabricated(c)} "
         f"| {d['faithful_claims_kept']}/{d['faithful_claims']} / "
         f"{d['tldr_accepted']}/{d['tldr_answers']} / {d['tag_accepted']}/{d['tag_answers']}, "
         f"{d['leaked']} |"

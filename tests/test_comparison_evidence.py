@@ -19,15 +19,14 @@ ABSTRACT = (
 )
 
 
-def _claim(statement: str, evidence: str) -> str:
-    return json.dumps(
-        {
-            "claims": [
-                {"statement": statement, "kind": "qualitative", "metric": None, "value": None,
-                 "unit": None, "dataset": None, "comparison": None, "evidence": evidence}
-            ]
-        }
-    )  # fmt: skip
+def _item(statement: str, evidence: str, **fields: object) -> dict[str, object]:
+    return {"statement": statement, "kind": "qualitative", "metric": None, "value": None,
+            "unit": None, "dataset": None, "comparison": None, "evidence": evidence,
+            **fields}  # fmt: skip
+
+
+def _claim(statement: str, evidence: str, **fields: object) -> str:
+    return json.dumps({"claims": [_item(statement, evidence, **fields)]})
 
 
 def test_a_quoted_detail_is_stored_with_the_comparison_of_its_sentence(stages):
@@ -182,15 +181,13 @@ def test_a_statement_claiming_all_needs_its_evidence_to_say_so(stages):
     from pipeline.support import unstated_universals
 
     abstract = "The model is robust to several types of image corruptions on CIFAR-10-C."
-    claim = {"statement": "The model is robust to all types of image corruptions.",
-             "kind": "qualitative", "metric": None, "value": None, "unit": None,
-             "dataset": None, "comparison": None,
-             "evidence": "robust to several types of image corruptions"}  # fmt: skip
-    parsed = stages["claims"].accept(json.dumps({"claims": [claim]}), abstract, keep_none=True)
+    said = "The model is robust to all types of image corruptions."
+    raw = _claim(said, "robust to several types of image corruptions")
+    parsed = stages["claims"].accept(raw, abstract, keep_none=True)
     assert parsed.output["claims"] == [] and "'all'" in str(parsed.rejected[0].error)
     every = abstract.replace("several", "all")
-    claim["evidence"] = "robust to all types of image corruptions"
-    assert stages["claims"].accept(json.dumps({"claims": [claim]}), every).output["claims"]
+    raw = _claim(said, "robust to all types of image corruptions")
+    assert stages["claims"].accept(raw, every).output["claims"]
     assert unstated_universals("It wins on all three benchmarks.", "wins on both tasks") == []
     assert unstated_universals("Not all heads matter.", "some heads matter") == []
     assert unstated_universals("The all-attention model wins.", "the model wins") == []
@@ -201,11 +198,11 @@ def test_a_statement_judging_a_result_needs_its_evidence_to_judge_it(stages):
     from pipeline.support import unstated_judgements
 
     abstract = "We apply the attack on two black-box algorithms from Clarifai.com."
-    claim = {"statement": "The attack successfully fools two black-box models.",
-             "kind": "qualitative", "metric": None, "value": None, "unit": None,
-             "dataset": None, "comparison": None,
-             "evidence": "We apply the attack on two black-box algorithms"}  # fmt: skip
-    parsed = stages["claims"].accept(json.dumps({"claims": [claim]}), abstract, keep_none=True)
+    raw = _claim(
+        "The attack successfully fools two black-box models.",
+        "We apply the attack on two black-box algorithms",
+    )
+    parsed = stages["claims"].accept(raw, abstract, keep_none=True)
     assert parsed.output["claims"] == [] and "'successfully'" in str(parsed.rejected[0].error)
     assert unstated_judgements("It predicts labels accurately.", "with high accuracy") == []
     assert unstated_judgements("It is robustly better.", "it is better") == ["robustly"]
@@ -245,17 +242,15 @@ def test_a_baseline_acronym_must_be_written_in_the_abstract(stages):
         "Value iteration networks make value iteration differentiable. SVIN produces more "
         "effective training gradients than the value iteration network, and than a CNN."
     )
+    gradients = "SVIN produces more effective training gradients than"
     raw = json.dumps(
         {
             "claims": [
-                {"statement": "SVIN produces more effective training gradients than VIN.",
-                 "kind": "qualitative", "metric": None, "value": None, "unit": None,
-                 "dataset": None, "comparison": "standard VIN",
-                 "evidence": "SVIN produces more effective training gradients than the value iteration network"},
-                {"statement": "SVIN produces more effective training gradients than a CNN.",
-                 "kind": "qualitative", "metric": None, "value": None, "unit": None,
-                 "dataset": None, "comparison": "CNN",
-                 "evidence": "SVIN produces more effective training gradients than the value iteration network, and than a CNN"},
+                _item(f"{gradients} VIN.", f"{gradients} the value iteration network",
+                      comparison="standard VIN"),
+                _item(f"{gradients} a CNN.",
+                      f"{gradients} the value iteration network, and than a CNN",
+                      comparison="CNN"),
             ]
         }
     )  # fmt: skip
@@ -269,8 +264,6 @@ def test_a_statement_may_add_at_most_two_words_the_abstract_never_uses(stages):
 
     abstract = "We further analyse the effects of the proposed regularizations on the agents."
     evidence = "We further analyse the effects of the proposed regularizations on the agents"
-    claim = {"statement": "", "kind": "qualitative", "metric": None, "value": None,
-             "unit": None, "dataset": None, "comparison": None, "evidence": evidence}  # fmt: skip
     # British and American spellings are one word; "author" and "affect" are the model's.
     said = "The authors analyze how the regularizations affect the agents."
     assert new_words(said, abstract) == ["author", "affect"]
@@ -278,8 +271,7 @@ def test_a_statement_may_add_at_most_two_words_the_abstract_never_uses(stages):
         "keep",
         "accuracy",
     ]
-    claim["statement"] = said
-    assert stages["claims"].accept(json.dumps({"claims": [claim]}), abstract).output["claims"]
-    claim["statement"] = "Reviewers found the regularizations helpful for the agents' authors."
-    parsed = stages["claims"].accept(json.dumps({"claims": [claim]}), abstract, keep_none=True)
+    assert stages["claims"].accept(_claim(said, evidence), abstract).output["claims"]
+    helpful = "Reviewers found the regularizations helpful for the agents' authors."
+    parsed = stages["claims"].accept(_claim(helpful, evidence), abstract, keep_none=True)
     assert parsed.output["claims"] == [] and "never uses" in str(parsed.rejected[0].error)

@@ -245,7 +245,9 @@ def _compound_supported(
         )
     ):
         return True  # "WMT'14" for "WMT 2014"
-    letters = "".join(parts) + ("s" if capital_s and not "".join(parts).endswith("s") else "")
+    letters = "".join(parts)
+    if capital_s and not letters.endswith("s"):
+        letters += "s"  # the S `tokens` read as a plural
     # an acronym of a run of the abstract's words ("GAN" for "generative adversarial nets")
     if (
         len(parts) == 1

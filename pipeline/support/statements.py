@@ -279,10 +279,10 @@ def statement_problems(
         f"{n!r}, which the abstract does not name" for n in unsupported_names(statement, abstract)
     ]
     problems += contradictions(statement, evidence)
+    backing = context or evidence
     problems += [f"{w!r}, which its evidence does not say" for w in
-                 unstated_universals(statement, context or evidence)]  # fmt: skip
-    problems += [f"{w!r}, which its evidence does not say" for w in
-                 unstated_judgements(statement, context or evidence)]  # fmt: skip
+                 (*unstated_universals(statement, backing),
+                  *unstated_judgements(statement, backing))]  # fmt: skip
     if (claimed := unstated_superiority(statement, evidence, abstract)) is not None:
         problems.append(f"a claim of superiority ({claimed!r}) its evidence does not state")
     added = new_words(statement, abstract)
