@@ -14,8 +14,13 @@ that crosses a sentence end), and these edits are all that is allowed (the bound
 - at most `MAX_CHANGED_WORDS` changed words, each a *variant* of the abstract's word (the
   same root: model/models, propose/proposed, study/studies; another form of be, have or do: was/were; a
   preposition or comparative of the same sense: to/into, less/fewer; a spelling variant:
-  same first two letters, 5 letters or more, edit distance 1, or 2 from 8 letters on), or
-  one word of the abstract left out ("applicable" for "even applicable");
+  same first two letters, 5 letters or more, edit distance 1, or 2 from 8 letters on; a
+  typo: two letters swapped from 5 letters on, "MNIST"/"MINST", or one letter added or
+  left out inside a word of 4 letters or more, "where"/"were"; another ending of one stem:
+  6 letters or more and three quarters of the shorter word shared, the rest suffixes such as
+  "-ally", "-ility", "-nces": "geometric"/"geometrically"), or one word of the abstract left
+  out ("applicable" for "even applicable"), or one function word added (`fillers`: "of",
+  "to", "we" ...: "performance of models" for the abstract's "performance models");
   a number, or a polarity word ("not", "without", "better", "more", "outperforms", ...)
   other than by its own root, is never changed or left out;
 - the "not only" of the abstract's "not only X but also Y" left out, or all of "not only X
@@ -43,7 +48,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from rapidfuzz.distance import Levenshtein
+from rapidfuzz.distance import OSA, Levenshtein
 
 from pipeline.datafiles import DataFile, WordSet, load_data
 from pipeline.folding import fold
@@ -54,6 +59,8 @@ MAX_LIST_SKIPS = 4
 MAX_LIST_RUN = 5  # words of one skipped list item ("and", "or", "respectively" not counted)
 MAX_FOOTNOTES = 2
 MAX_LEFT_OUT = 1  # words of the abstract a quote may leave out (beyond articles and lists)
+MAX_ADDED = 1  # function words a quote may add ("performance of models")
+MIN_SHARED_STEM = 6  # letters two forms of one word share ("geometric"/"geometrically")
 MIN_EXACT_SHARE = 0.6
 MIN_TOKENS = 4  # a shorter quote gets no tolerance at all
 MAX_CORRELATIVE = 12  # words between "not only" and "but also" that a quote may leave out
@@ -70,6 +77,8 @@ class AlignmentWords(DataFile):
     forms: tuple[WordSet, ...]
     polarity: WordSet
     negations: WordSet
+    fillers: WordSet
+    endings: WordSet
     abbreviation_ends: WordSet
 
 
@@ -79,6 +88,8 @@ _FORMS = WORDS.forms  # of be, have and do
 POLARITY = WORDS.polarity
 # What an elision may not skip (outside parentheses): it would reverse what is kept.
 NEGATIONS = WORDS.negations
+FILLERS = WORDS.fillers
+_ENDINGS = WORDS.endings | {""}  # a name's "SpectralNet" is no form of "spectral"
 _ABBREVIATION_ENDS = WORDS.abbreviation_ends
 _SUFFIXES = ("ing", "ed", "es", "s", "ly", "e")
 _HYPHENS = frozenset("-\u2010\u2011")
@@ -170,10 +181,38 @@ def is_variant(quoted: str, original: str) -> bool:
         return False
     shorter = min(len(quoted), len(original))
     allowed = 2 if shorter >= 8 else 1  # "behaviour"/"behavior"; never "while"/"which"
-    return (
+    if (
         shorter >= 5
         and quoted[:2] == original[:2]
         and Levenshtein.distance(quoted, original, score_cutoff=allowed) <= allowed
+    ):
+        return True
+    return _typo(quoted, original) or _same_stem(quoted, original)
+
+
+def _typo(a: str, b: str) -> bool:
+    """Two letters swapped ("MINST"), or one letter inside a word ("were"/"where")."""
+    if a[0] != b[0] or a[-1] != b[-1]:
+        return False
+    if len(a) == len(b):
+        return len(a) >= 5 and sorted(a) == sorted(b) and OSA.distance(a, b) == 1
+    short, long = sorted((a, b), key=len)
+    return len(short) >= 4 and Levenshtein.distance(short, long, score_cutoff=1) == 1
+
+
+def _same_stem(a: str, b: str) -> bool:
+    """Another ending of one stem ("geometric"/"geometrically", "converges"/"convergences")."""
+    shorter = min(len(a), len(b))
+    if shorter < MIN_SHARED_STEM:
+        return False
+    shared = 0
+    while shared < shorter and a[shared] == b[shared]:
+        shared += 1
+    return (
+        shared >= MIN_SHARED_STEM
+        and shared * 4 >= shorter * 3
+        and a[shared:] in _ENDINGS
+        and b[shared:] in _ENDINGS  # "generative" is no form of "generator"
     )
 
 
@@ -185,6 +224,7 @@ class _Cost:
     skips: int = 0
     footnotes: int = 0
     left_out: int = 0
+    added: int = 0
 
     def add(self, **kw: int) -> _Cost | None:
         cost = _Cost(
@@ -194,6 +234,7 @@ class _Cost:
             self.skips + kw.get("skips", 0),
             self.footnotes + kw.get("footnotes", 0),
             self.left_out + kw.get("left_out", 0),
+            self.added + kw.get("added", 0),
         )
         if (
             cost.changed > MAX_CHANGED_WORDS
@@ -201,6 +242,7 @@ class _Cost:
             or cost.skips > MAX_LIST_SKIPS
             or cost.footnotes > MAX_FOOTNOTES
             or cost.left_out > MAX_LEFT_OUT
+            or cost.added > MAX_ADDED
         ):
             return None
         return cost
@@ -363,6 +405,8 @@ def _steps(
                 skipped(k, cost)
     if q in ARTICLES and (c := cost.add(articles=1)) is not None:
         table.offer(i + 1, j, (c, exact, first, last))
+    elif started and q in FILLERS and (c := cost.add(changed=1, added=1)) is not None:
+        table.offer(i + 1, j, (c, exact, first, last))  # "performance of models"
 
 
 def _repeated(keys: tuple[str, ...], j: int) -> int:

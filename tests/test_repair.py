@@ -56,6 +56,14 @@ def test_latex_backslashes_stay_what_the_model_wrote():
     assert decoded.repairs == ["latex_backslash"]
 
 
+def test_sized_delimiters_and_text_commands_are_latex_too():
+    # \\big( reads as a backspace + "ig(" and \\textit as a tab + "extit" in JSON.
+    raw = '{"t": "$O\\big( 1/T \\big)$ for the \\textit{first} time, \\tanh"}'
+    decoded = decode_answer(raw)
+    assert decoded.data["t"] == "$O\\big( 1/T \\big)$ for the \\textit{first} time, \\tanh"
+    assert decoded.repairs == ["latex_backslash"]
+
+
 def test_a_comma_inside_a_string_is_content_not_a_trailing_comma():
     decoded = decode_answer('{"a": "x, }", "b": "y",}')
     assert decoded.data == {"a": "x, }", "b": "y"} and decoded.repairs == ["trailing_comma"]
