@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
             "heldout19",
             "heldout20",
             "heldout21",
+            "heldout22",
             "heldout16",
             "heldout15",
             "heldout14",
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             "dev",
             "all",
         ),
-        default="heldout21",
+        default="heldout22",
     )
     parser.add_argument("--verbose", action="store_true", help="list what was lost")
     parser.add_argument(

@@ -35,6 +35,7 @@ that crosses a sentence end), and these edits are all that is allowed (the bound
   "and"/"or" or touches a comma or semicolon, or is "respectively") holding no polarity word
   (one hyphenated to its neighbour, as in "few-shot", is part of a compound, not polarity);
 - a footnote marker: a 1-2 digit number glued to a word of the abstract ("0.6%1to") left out;
+- a citation marker of the abstract left out ("UCF-101" for "UCF-101[1]", "[2, 3]");
 - a run of 1-3 words the abstract repeats right after itself ("close to close to") quoted once.
 
 Numbers must match exactly: every number of the quote aligns with the same number of the
@@ -94,6 +95,7 @@ _ABBREVIATION_ENDS = WORDS.abbreviation_ends
 _SUFFIXES = ("ing", "ed", "es", "s", "ly", "e")
 _HYPHENS = frozenset("-\u2010\u2011")
 _SENTENCE_GAP = re.compile(r"[.!?][\"')\]]*\s")
+_CITATION = re.compile(r"\[\s*\d{1,3}(?:\s*[,\u2013-]\s*\d{1,3})*\s*\]")
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,7 @@ class _Tokens:
     hyphen_before: tuple[bool, ...]  # the gap before the token is a hyphen ("few-shot")
     sentence: tuple[int, ...]  # sentence number of each token
     in_parens: tuple[bool, ...]  # inside ( ... )
+    citation: tuple[bool, ...]  # a number of a citation marker ("UCF-101[1]", "[2, 3]")
 
 
 def _tokenize(text: str) -> _Tokens:
@@ -118,6 +121,8 @@ def _tokenize(text: str) -> _Tokens:
     hyphen: list[bool] = []
     sentence: list[int] = []
     parens: list[bool] = []
+    cited: list[bool] = []
+    markers = [c.span() for c in _CITATION.finditer(folded.text)]
     depth = 0
     number = 0
     last_end = 0
@@ -140,6 +145,7 @@ def _tokenize(text: str) -> _Tokens:
         sentence.append(number)
         depth = max(0, depth + gap.count("(") - gap.count(")"))
         parens.append(depth > 0)
+        cited.append(any(lo <= m.start() < hi for lo, hi in markers))
         last_end = m.end()
     return _Tokens(
         tuple(keys),
@@ -150,6 +156,7 @@ def _tokenize(text: str) -> _Tokens:
         tuple(hyphen),
         tuple(sentence),
         tuple(parens),
+        tuple(cited),
     )
 
 
@@ -379,6 +386,8 @@ def _steps(
                 skipped(end, cost.add(skips=1))
         if started and _is_footnote(text, j):
             skipped(j + 1, cost.add(footnotes=1))
+        if started and text.citation[j]:
+            skipped(j + 1, cost)  # "UCF-101, HMDB-51" for "UCF-101[1], HMDB-51[2]"
         if started and exact and text.sentence[j - 1] == text.sentence[j]:
             # list items of the sentence the quote is in, never across a sentence end, and
             # only after a word quoted as written ("Models that ..." is no item of

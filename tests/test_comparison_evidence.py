@@ -259,6 +259,39 @@ def test_a_baseline_acronym_must_be_written_in_the_abstract(stages):
     assert "baseline 'standard VIN': VIN is not written" in str(parsed.rejected[0].error)
 
 
+def test_the_lower_of_a_lower_bound_is_no_superiority():
+    from pipeline.support import unstated_superiority
+
+    evidence = "develop OSSB, an algorithm whose regret matches this fundamental limit"
+    assert unstated_superiority("OSSB's regret matches the regret lower bound.", evidence) is None
+    assert unstated_superiority("OSSB has lower regret.", evidence) == "lower"
+
+
+def test_a_baselines_version_word_must_be_the_abstracts(stages):
+    # The abstract compares with no "standard" anything: "standard prompting" is the model's.
+    abstract = (
+        "Chain of thought prompting improves the ability of large language models to perform "
+        "complex reasoning, surpassing even finetuned GPT-3 with a verifier."
+    )
+    evidence = "Chain of thought prompting improves the ability of large language models"
+    raw = json.dumps(
+        {
+            "claims": [
+                _item("Chain of thought prompting improves reasoning.", evidence,
+                      comparison="standard prompting"),
+                _item("Chain of thought prompting surpasses finetuned GPT-3.", abstract[:-1],
+                      comparison="finetuned GPT-3 with a verifier"),
+            ]
+        }
+    )  # fmt: skip
+    parsed = stages["claims"].accept(raw, abstract, keep_none=True)
+    assert [c["comparison"] for c in parsed.output["claims"]] == ["finetuned GPT-3 with a verifier"]
+    assert "no standard version" in str(parsed.rejected[0].error)
+    # where the abstract says "standard", the baseline may too
+    said = abstract.replace("surpassing", "surpassing standard prompting and")
+    assert stages["claims"].accept(raw, said, keep_none=True).rejected == []
+
+
 def test_a_statement_may_add_at_most_two_words_the_abstract_never_uses(stages):
     from pipeline.support import new_words
 

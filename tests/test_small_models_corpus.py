@@ -31,20 +31,20 @@ def _checker():
 def test_every_answers_file_passes_the_annotators_structure_check(capsys):
     check = _checker().check
     files = sorted(FOLDER.glob("answers_*.yaml"))
-    assert len(files) == 63  # 3 annotators x (dev + heldout, heldout2, ..., heldout21)
+    assert len(files) == 66  # 3 annotators x (dev + heldout, heldout2, ..., heldout22)
     assert [p for f in files for p in check(f)] == []
 
 
-def test_the_corpus_is_twenty_two_batches_of_abstracts_shipped_nowhere_else():
+def test_the_corpus_is_twenty_three_batches_of_abstracts_shipped_nowhere_else():
     rows = [json.loads(x) for x in (FOLDER / "abstracts.jsonl").read_text().splitlines()]
     assert Counter(r["split"] for r in rows) == {
         "dev": 42, "heldout": 42, "heldout2": 42, "heldout3": 42, "heldout4": 42, "heldout5": 42,
         "heldout6": 42, "heldout7": 42, "heldout8": 42, "heldout9": 42, "heldout10": 42, "heldout11": 42, "heldout12": 42,
         "heldout13": 42, "heldout14": 42, "heldout15": 42, "heldout16": 42,
         "heldout17": 42, "heldout18": 42, "heldout19": 42, "heldout20": 42,
-        "heldout21": 42,
+        "heldout21": 42, "heldout22": 42,
     }  # fmt: skip
-    assert len({r["paper_id"] for r in rows}) == len({r["abstract"] for r in rows}) == 924
+    assert len({r["paper_id"] for r in rows}) == len({r["abstract"] for r in rows}) == 966
     shipped = "\n".join(
         p.read_text(encoding="utf-8", errors="replace")
         for p in sorted((FOLDER.parents[1]).rglob("*"))
@@ -64,6 +64,11 @@ def test_the_corpus_is_twenty_two_batches_of_abstracts_shipped_nowhere_else():
     assert all(r["abstract"] in examples for r in iclr)
     others = [r for r in rows if r not in iclr]
     assert [r["paper_id"] for r in others if r["abstract"][:200] in shipped] == []
+    # heldout22 is the first batch not from SciTLDR or the examples: real abstracts copied
+    # from stored public pages, each row naming its page
+    pages = [r for r in rows if r["split"] == "heldout22"]
+    assert all(r["source"].startswith("http") for r in pages)
+    assert all("source" not in r for r in rows if r["split"] != "heldout22")
 
 
 @pytest.mark.parametrize(
@@ -90,6 +95,7 @@ def test_the_corpus_is_twenty_two_batches_of_abstracts_shipped_nowhere_else():
         "heldout19",
         "heldout20",
         "heldout21",
+        "heldout22",
     ],
 )
 def test_each_held_out_batch_has_the_size_and_fabrications_the_issue_asks(split):

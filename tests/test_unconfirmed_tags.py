@@ -350,6 +350,18 @@ def test_a_run_of_names_is_one_name():
         assert unsupported_names(text, abstract + " MobileBERT") == [], text
 
 
+def test_a_capitalized_name_is_matched_as_a_word_not_a_stem():
+    # "Informer" (a forecasting model) shares its stem with "information", not its name.
+    abstract = (
+        "Transformers lower their complexity at the cost of information utilization. "
+        "Conformer outperforms Transformers."
+    )
+    assert unsupported_names("Conformer outperforms models such as Informer.", abstract) == [
+        "Informer"
+    ]
+    assert unsupported_names("Conformer outperforms Transformer models.", abstract) == []
+
+
 def test_a_plain_keyword_keeps_its_generic_words():
     abstract = (
         "We propose Virtual Adversarial Domain Adaptation, which combines domain adversarial "
@@ -409,6 +421,18 @@ def test_a_tag_met_only_as_what_is_outperformed_is_unconfirmed(taxonomy):
     assert "deep-learning-theory" not in unconfirmed_tags(
         ["deep-learning-theory"], deeper, taxonomy
     )
+
+
+def test_a_tag_met_only_as_what_a_result_matches_is_unconfirmed(taxonomy):
+    ddpm = (
+        "We present image synthesis results using diffusion probabilistic models. On LSUN, "
+        "we obtain sample quality similar to ProgressiveGAN."
+    )
+    assert unconfirmed_tags(["generative-adversarial-networks"], ddpm, taxonomy) == [
+        "generative-adversarial-networks"
+    ]
+    own = ddpm + " We also train a GAN on the denoised samples."
+    assert unconfirmed_tags(["generative-adversarial-networks"], own, taxonomy) == []
 
 
 def test_an_umbrella_whose_narrower_tag_is_unconfirmed_is_unconfirmed_too(taxonomy):

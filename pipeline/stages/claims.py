@@ -17,7 +17,7 @@ from pipeline.errors import ConfigError, OutputValidationError
 from pipeline.schemas import GroundingError, context_abstract
 from pipeline.spans import locate
 from pipeline.stages.base import Shaped, StageSpec
-from pipeline.support.names import name_supported, unwritten_acronyms
+from pipeline.support.names import name_supported, unwritten_acronyms, unwritten_qualifiers
 from pipeline.support.numbers import foreign_numbers, spelled_numbers
 from pipeline.support.statements import (
     comparison_widened,
@@ -146,6 +146,11 @@ class Claim(BaseModel):
                 raise GroundingError(
                     f"{what} {value!r}: {', '.join(unwritten)} is not written in the abstract"
                 )
+        if self.comparison and (unstated := unwritten_qualifiers(self.comparison, abstract)):
+            raise GroundingError(
+                f"baseline {self.comparison!r}: the abstract compares with no "
+                f"{' or '.join(unstated)} version"
+            )
 
     def _widened_to_comparison(self, abstract: str, context: str) -> bool:
         """Store the evidence grown to the comparison of its sentence (`comparison_widened`)

@@ -14,7 +14,8 @@
     forms of `ABBREVIATIONS` ("En-De" for "English-German"); a keyword's, dataset's or
     baseline's capital acronym must be written in the abstract or be one of those fixed
     forms (`unwritten_acronyms`): "standard VIN" is the model's name for "value iteration
-    network", a TL;DR may still abbreviate;
+    network", a TL;DR may still abbreviate; a baseline's "standard", "vanilla" ... must be a
+    word of the abstract (`unwritten_qualifiers`);
   - every number must be a number of the abstract.
 - `name_tokens(text)`: the acronyms and capitalized names of a sentence (what a TL;DR must
   not invent); `name_runs(text)`: runs of them written together, each one name
@@ -52,14 +53,17 @@ _LIST_SEPARATORS = re.compile(r"\s*(?:[,;/&]|\band\b|\bor\b|\bvs\.?|\bversus\b)\
 _NAME_TOKEN = re.compile(r"[^\s,;:()\[\]{}\"“”‘’]+")
 
 
-def name_supported(name: str, abstract: str) -> bool:
+def name_supported(name: str, abstract: str, *, stems: bool = True) -> bool:
     """True when `name` (a dataset, baseline, keyword, or a name in a sentence) occurs in the
-    abstract up to presentation and abbreviation (see the module docstring)."""
+    abstract up to presentation and abbreviation (see the module docstring); without `stems`,
+    another word of the same stem is no support ("Informer" is not "information")."""
     name = name.strip()
     if not name or _verbatim(name, abstract):
         return True
     parts = [p for p in _LIST_SEPARATORS.split(name) if p and p.strip()]
     for index in _name_indexes(abstract):
+        if index.lemmas and not stems:
+            break
         if _supported_part(name, index):
             return True
         if len(parts) > 1 and all(_supported_part(p, index) for p in parts):
@@ -96,6 +100,17 @@ def unwritten_acronyms(name: str, abstract: str) -> list[str]:
         a
         for a in _LETTER_ACRONYM.findall(name)
         if a.lower() not in ABBREVIATIONS and not _written(a, abstract)
+    ]
+
+
+def unwritten_qualifiers(baseline: str, abstract: str) -> list[str]:
+    """The words of a baseline that say which version it is ("standard", "vanilla": grounding.yaml
+    `baseline_qualifiers`) and that the abstract never uses: "standard prompting" is the
+    model's baseline when the abstract compares with no standard anything."""
+    return [
+        w
+        for w in dict.fromkeys(tokens(baseline))
+        if w in WORDS.baseline_qualifiers and w not in _word_set(abstract)
     ]
 
 
@@ -338,7 +353,9 @@ def name_runs(sentence: str) -> list[str]:
 def unsupported_names(text: str, abstract: str) -> list[str]:
     """The names of `text` (`name_tokens`, then `name_runs`) the abstract does not write,
     each once."""
-    unknown = [n for n in name_tokens(text) if not name_supported(n, abstract)]
+    unknown = [
+        n for n in name_tokens(text) if not name_supported(n, abstract, stems=not _titled(n))
+    ]
     if not unknown:
         unknown = [r for r in name_runs(text) if not _run_written(r, abstract)]
     return list(dict.fromkeys(unknown))
@@ -355,6 +372,11 @@ def _run_written(run: str, abstract: str) -> bool:
 
 
 _POSSESSIVE = re.compile(r"(?<=\w)['’]s\b")
+
+
+def _titled(word: str) -> bool:
+    """One capitalized word ("Informer", "Adam"): a proper name, matched as a word, not a stem."""
+    return word[:1].isupper() and word[1:].isalpha() and word[1:].islower()
 
 
 def _name_like(word: str, starts_sentence: bool) -> bool:

@@ -60,12 +60,16 @@ def unstated_superiority(statement: str, evidence: str, abstract: str = "") -> s
     states it only after a parity word ("outperforms" for "matches the state of the art"),
     else None; the words of a name the abstract writes ("Faster R-CNN") are no claim."""
     claims, comparisons = _superiority()
-    claimed = next((w for t in _unmatched(tokens(statement)) if (w := lemma(t)) in claims), None)
+    claimed = next(
+        (w for t in _unmatched(_unbounded(statement)) if (w := lemma(t)) in claims), None
+    )
     if claimed is not None and abstract:  # names are looked up only for a claiming word
         unnamed = _CAPITALIZED_RUN.sub(
             lambda m: " " if _verbatim(m.group(0), abstract) else m.group(0), statement
         )
-        claimed = next((w for t in _unmatched(tokens(unnamed)) if (w := lemma(t)) in claims), None)
+        claimed = next(
+            (w for t in _unmatched(_unbounded(unnamed)) if (w := lemma(t)) in claims), None
+        )
     if claimed is None:
         return None
     words = [*tokens(evidence), *tokens(evidence.replace("-", ""))]
@@ -73,6 +77,17 @@ def unstated_superiority(statement: str, evidence: str, abstract: str = "") -> s
     if shown & comparisons:
         return None
     return None if any(t[0].isdigit() for t in shown) and _states_quantity(evidence) else claimed
+
+
+def _unbounded(text: str) -> list[str]:
+    """The tokens of `text` without the "lower"/"upper" of a bound: "regret matches the
+    lower bound" claims no superiority."""
+    words = tokens(text)
+    return [
+        w
+        for k, w in enumerate(words)
+        if not (w in ("lower", "upper") and k + 1 < len(words) and words[k + 1] == "bound")
+    ]
 
 
 def _states_quantity(text: str) -> bool:

@@ -38,6 +38,7 @@ class GroundingWords(DataFile):
     universal_words: WordSet
     universal_support: WordSet
     judgement_words: WordSet
+    baseline_qualifiers: WordSet
     distinct_stems: dict[str, str]
     metric_names: WordSet
     support_phrases: dict[str, tuple[str, ...]]
