@@ -267,6 +267,18 @@ def test_the_lower_of_a_lower_bound_is_no_superiority():
     assert unstated_superiority("OSSB has lower regret.", evidence) == "lower"
 
 
+def test_a_statement_keeps_the_hedge_of_its_evidence():
+    from pipeline.support import statement_problems
+
+    abstract = "EB-1WL and EB-GNN require near-linear time and memory on sparse graphs."
+    evidence = abstract[:-1]
+    (problem,) = statement_problems("EB-GNN requires linear time and memory.", evidence, abstract)
+    assert problem == "'linear' without its evidence's 'near'"
+    # a hedge of the same line, or the hedge itself, keeps it
+    for said in ("EB-GNN requires nearly linear time.", "EB-GNN runs in near-linear time."):
+        assert statement_problems(said, evidence, abstract) == [], said
+
+
 def test_a_baselines_version_word_must_be_the_abstracts(stages):
     # The abstract compares with no "standard" anything: "standard prompting" is the model's.
     abstract = (

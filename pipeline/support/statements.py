@@ -298,6 +298,9 @@ def statement_problems(
     problems += [f"{w!r}, which its evidence does not say" for w in
                  (*unstated_universals(statement, backing),
                   *unstated_judgements(statement, backing))]  # fmt: skip
+    problems += [
+        f"{w!r} without its evidence's {h!r}" for h, w in dropped_hedges(statement, evidence)
+    ]
     if (claimed := unstated_superiority(statement, evidence, abstract)) is not None:
         problems.append(f"a claim of superiority ({claimed!r}) its evidence does not state")
     added = new_words(statement, abstract)
@@ -311,6 +314,24 @@ _WORD = re.compile(r"[^\W\d_]+")  # words as written (`tokens` drops a plural "s
 _UNIVERSAL = re.compile(
     r"(?<![\w-])(" + "|".join(sorted(WORDS.universal_words)) + r")(?![\w-])", re.I
 )
+
+
+def dropped_hedges(statement: str, evidence: str) -> list[tuple[str, str]]:
+    """(hedge, word) of the evidence's hedged words ("near-linear") that the statement says
+    without any hedge of the same line (grounding.yaml `hedges`): "linear time" claims more."""
+    said = _WORD.findall(statement.lower())
+    words = set(said) | {lemma(w) for w in said}
+    found = []
+    quoted = _WORD.findall(evidence.lower())
+    for hedge, word in zip(quoted, quoted[1:], strict=False):
+        line = next((h for h in WORDS.hedges if hedge in h), None)
+        if line is None or word in WORDS.function_words or word in WORDS.small_words:
+            continue  # "close to", "close the gap"
+        if word not in words and lemma(word) not in words:
+            continue
+        if line.isdisjoint(said):
+            found.append((hedge, word))
+    return found
 
 
 def unstated_universals(statement: str, context: str) -> list[str]:

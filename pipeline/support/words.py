@@ -39,6 +39,7 @@ class GroundingWords(DataFile):
     universal_support: WordSet
     judgement_words: WordSet
     baseline_qualifiers: WordSet
+    hedges: tuple[WordSet, ...]
     distinct_stems: dict[str, str]
     metric_names: WordSet
     support_phrases: dict[str, tuple[str, ...]]
