@@ -44,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
             "heldout20",
             "heldout21",
             "heldout22",
+            "heldout23",
+            "heldout24",
+            "heldout25",
+            "heldout26",
             "heldout16",
             "heldout15",
             "heldout14",
@@ -63,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             "dev",
             "all",
         ),
-        default="heldout22",
+        default="heldout23",
     )
     parser.add_argument("--verbose", action="store_true", help="list what was lost")
     parser.add_argument(

@@ -180,8 +180,8 @@ def is_variant(quoted: str, original: str) -> bool:
         return True
     if not quoted.isalpha() or not original.isalpha():
         return False  # numbers never change
-    if _root(quoted) == _root(original):
-        return True
+    if _root(quoted) == _root(original) or original in (_root(quoted), quoted + "es"):
+        return True  # "biases" for "bias": the plural's root is the word itself
     if any(quoted in forms and original in forms for forms in _FORMS):
         return True
     if quoted in POLARITY or original in POLARITY:

@@ -279,6 +279,21 @@ def test_a_statement_keeps_the_hedge_of_its_evidence():
         assert statement_problems(said, evidence, abstract) == [], said
 
 
+def test_an_acronym_written_in_another_case_is_written_and_a_3d_name_is_no_quantity():
+    from pipeline.support import statement_problems, unwritten_acronyms
+
+    assert unwritten_acronyms("MNIST, CelebA and Deap", "results on Mnist, CelebA and Deap") == []
+    assert unwritten_acronyms("CAT", "a cat sat on the mat") == ["CAT"]  # a plain word is none
+    abstract = (
+        "Our method achieves 1.8 P-MPJPE error reduction on the multi-person 3DPW dataset. "
+        "The SOTA rendering-based methods enlarge the error up to 5.6 on the same dataset."
+    )
+    evidence = "The SOTA rendering-based methods enlarge the error up to 5.6"
+    said = "SOTA rendering-based methods enlarge the error by up to 5.6 on 3DPW."
+    assert statement_problems(said, evidence, abstract) == []
+    assert statement_problems(said.replace("3DPW", "3DHP"), evidence, abstract) != []
+
+
 def test_a_baselines_version_word_must_be_the_abstracts(stages):
     # The abstract compares with no "standard" anything: "standard prompting" is the model's.
     abstract = (

@@ -115,8 +115,10 @@ def unwritten_qualifiers(baseline: str, abstract: str) -> list[str]:
 
 
 def _written(acronym: str, abstract: str) -> bool:
-    """The acronym, or its plural, is a word of the abstract, as written."""
-    return re.search(rf"(?<![^\W\d_]){acronym}s?(?![^\W\d_])", abstract) is not None
+    """The acronym, or its plural, is a word of the abstract, as written or in another case
+    with a capital ("Mnist"; never a plain word: "cat" is no CAT)."""
+    found = re.finditer(rf"(?<![^\W\d_]){acronym}s?(?![^\W\d_])", abstract, re.I)
+    return any(not m.group(0).islower() for m in found)
 
 
 def _phrase_in_a_row(name: str, abstract: str, *, keep_generic: bool = False) -> bool:

@@ -230,8 +230,9 @@ def _whole_words(low: str, text: str) -> bool:
 
 _DIGITS = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 _DIGIT_WORD = re.compile(r"\S*\d\S*")  # a whitespace-separated word with a digit
-# "2D", "3-D", "3D-CNN": a dimension is a name (see ABBREVIATIONS), not a quantity
-_DIMENSION = re.compile(r"[1-4]-?[dD](?![^\W_])")
+# "2D", "3-D", "3D-CNN", and a name that starts with one ("3DPW", "3DMatch"): a name (see
+# ABBREVIATIONS), not a quantity
+_DIMENSION = re.compile(r"[1-4]-?(?:D[A-Z][^\W_]*|[dD])(?![^\W_])")
 _LETTER = re.compile(r"[^\W\d_]")
 # "r=+1", "k=5", "p<0.05": a number a variable is set to or compared with is a quantity
 _ASSIGNED = re.compile(r"[=<>\u2264\u2265\u2248~][+\-\u2212]?$")
