@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             "dev",
             "all",
         ),
-        default="heldout23",
+        default="heldout24",
     )
     parser.add_argument("--verbose", action="store_true", help="list what was lost")
     parser.add_argument(

@@ -68,6 +68,17 @@ def test_tldr_rejects(tldr, message):
         TldrOutput.model_validate({"tldr": tldr}, context=CTX)
 
 
+def test_the_exclamation_mark_of_a_name_the_abstract_writes_ends_no_sentence():
+    abstract = "We apply our bandit to a Yahoo! Front Page Today Module dataset. It works!"
+    ctx = {"abstract": abstract}
+    tldr = "A contextual bandit lifts clicks on Yahoo! Front Page data."
+    assert TldrOutput.model_validate({"tldr": tldr}, context=ctx).tldr == tldr
+    with pytest.raises(ValidationError, match="exactly one sentence"):
+        TldrOutput.model_validate(
+            {"tldr": "A contextual bandit works! It lifts clicks."}, context=ctx
+        )
+
+
 def test_tags_resolve_synonyms_and_reject_unknown():
     out = TagsOutput.model_validate(
         {"tags": ["GNN", "anomaly-detection", "gnn"], "keywords": ["DR-GGAD", "dr-ggad"]},
