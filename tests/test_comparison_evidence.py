@@ -277,6 +277,9 @@ def test_a_statement_keeps_the_hedge_of_its_evidence():
     # a hedge of the same line, or the hedge itself, keeps it
     for said in ("EB-GNN requires nearly linear time.", "EB-GNN runs in near-linear time."):
         assert statement_problems(said, evidence, abstract) == [], said
+    # a word the evidence also says without a hedge may stand alone
+    plain = "EB-GNN runs in near-linear time on graphs where linear time was out of reach"
+    assert statement_problems("EB-GNN runs in linear time.", plain, plain + ".") == []
 
 
 def test_an_acronym_written_in_another_case_is_written_and_a_3d_name_is_no_quantity():

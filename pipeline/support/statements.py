@@ -323,8 +323,11 @@ def dropped_hedges(statement: str, evidence: str) -> list[tuple[str, str]]:
     words = set(said) | {lemma(w) for w in said}
     found = []
     quoted = _WORD.findall(evidence.lower())
+    bare = {w for k, w in enumerate(quoted) if k == 0 or not _hedge_line(quoted[k - 1])}
     for hedge, word in zip(quoted, quoted[1:], strict=False):
-        line = next((h for h in WORDS.hedges if hedge in h), None)
+        line = _hedge_line(hedge)
+        if word in bare:
+            continue  # "sub-networks ... force networks": the evidence says it plainly too
         if line is None or word in WORDS.function_words or word in WORDS.small_words:
             continue  # "close to", "close the gap"
         if word not in words and lemma(word) not in words:
@@ -332,6 +335,10 @@ def dropped_hedges(statement: str, evidence: str) -> list[tuple[str, str]]:
         if line.isdisjoint(said):
             found.append((hedge, word))
     return found
+
+
+def _hedge_line(word: str) -> frozenset[str] | None:
+    return next((line for line in WORDS.hedges if word in line), None)
 
 
 def unstated_universals(statement: str, context: str) -> list[str]:
