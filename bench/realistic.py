@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             "dev",
             "all",
         ),
-        default="heldout24",
+        default="heldout26",
     )
     parser.add_argument("--verbose", action="store_true", help="list what was lost")
     parser.add_argument(

@@ -362,6 +362,17 @@ def test_a_capitalized_name_is_matched_as_a_word_not_a_stem():
     assert unsupported_names("Conformer outperforms Transformer models.", abstract) == []
 
 
+def test_an_acronym_is_no_initials_of_words_that_open_no_name():
+    abstract = (
+        "Pretraining a dense index is expensive. Despite the promising results, it needs a "
+        "large batch. We train generative adversarial networks on images."
+    )
+    assert unsupported_names("It outperforms DPR.", abstract) == ["DPR"]
+    assert unsupported_names("A GAN on images.", abstract) == []
+    # initials never run across a sentence end ("expensive. Despite ..." is no "ED")
+    assert unsupported_names("It beats IED.", abstract) == ["IED"]
+
+
 def test_a_plain_keyword_keeps_its_generic_words():
     abstract = (
         "We propose Virtual Adversarial Domain Adaptation, which combines domain adversarial "
@@ -433,6 +444,18 @@ def test_a_tag_met_only_as_what_a_result_matches_is_unconfirmed(taxonomy):
     ]
     own = ddpm + " We also train a GAN on the denoised samples."
     assert unconfirmed_tags(["generative-adversarial-networks"], own, taxonomy) == []
+
+
+def test_a_policy_alone_does_not_confirm_reinforcement_learning(taxonomy):
+    augment = (
+        "Determining an effective data augmentation policy requires expertise. We learn "
+        "input-conditional augmentation policies with a neural network."
+    )
+    assert unconfirmed_tags(["reinforcement-learning"], augment, taxonomy) == [
+        "reinforcement-learning"
+    ]
+    rl = augment + " The policy maximizes the expected reward of the classifier."
+    assert unconfirmed_tags(["reinforcement-learning"], rl, taxonomy) == []
 
 
 def test_an_umbrella_whose_narrower_tag_is_unconfirmed_is_unconfirmed_too(taxonomy):

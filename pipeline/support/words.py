@@ -18,7 +18,7 @@ from typing import Any
 from pipeline.datafiles import DataFile, Words, WordSet, load_data
 from pipeline.folding import GREEK as _GREEK
 from pipeline.folding import SYMBOLS as _SYMBOLS
-from pipeline.text import NUMBER_RE
+from pipeline.text import NUMBER_RE, split_sentences
 
 DATA_FILE = "grounding.yaml"
 
@@ -39,6 +39,7 @@ class GroundingWords(DataFile):
     universal_support: WordSet
     judgement_words: WordSet
     baseline_qualifiers: WordSet
+    acronym_never_starts: WordSet
     hedges: tuple[WordSet, ...]
     distinct_stems: dict[str, str]
     metric_names: WordSet
@@ -150,17 +151,23 @@ class AbstractIndex:
     @cached_property
     def initials(self) -> frozenset[str]:
         """Initials of every run of 3-6 words ("gan", "ptb"), all words or content words
-        only, and of every two content words in a row ("rl"); one-letter tokens ("i.e.")
-        start no word (built when an acronym is first checked: a 1 MB abstract seldom needs
-        it)."""
-        words = [t for t in self.sequence if not t[0].isdigit() and len(t) > 1]
-        content = [t for t in words if t not in _SMALL_WORDS]
+        only, and of every two content words in a row ("rl"), within one sentence and never
+        from a word that opens no name ("despite the promising results" is no "DPR":
+        grounding.yaml `acronym_never_starts` and the function words); one-letter tokens
+        ("i.e.") start no word (built when an acronym is first checked: a 1 MB abstract
+        seldom needs it)."""
         out: set[str] = set()
-        for run, smallest in ((words, 3), (content, 2)):
-            firsts = [w[0] for w in run]
-            for size in range(smallest, 7):
-                for i in range(len(firsts) - size + 1):
-                    out.add("".join(firsts[i : i + size]))
+        for sentence in split_sentences(self.text) if self.text else [" ".join(self.sequence)]:
+            words = [t for t in tokens(sentence) if not t[0].isdigit() and len(t) > 1]
+            content = [t for t in words if t not in _SMALL_WORDS]
+            for run, smallest in ((words, 3), (content, 2)):
+                firsts = [w[0] for w in run]
+                for i, word in enumerate(run):
+                    if word in _NO_NAME_START:
+                        continue
+                    for size in range(smallest, 7):
+                        if i + size <= len(run):
+                            out.add("".join(firsts[i : i + size]))
         return frozenset(out)
 
     def has_run(self, parts: list[str], gap: int = 0) -> bool:
@@ -199,6 +206,7 @@ def _positions(seq: tuple[str, ...]) -> dict[str, list[int]]:
 
 
 _SMALL_WORDS = WORDS.small_words
+_NO_NAME_START = WORDS.acronym_never_starts | WORDS.function_words
 
 
 @lru_cache(maxsize=64)
