@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from pipeline.testing.realistic import VARIANTS, load_corpus, run_variant
+from pipeline.testing.small_models import split_names
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,37 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--split",
-        choices=(
-            "heldout17",
-            "heldout18",
-            "heldout19",
-            "heldout20",
-            "heldout21",
-            "heldout22",
-            "heldout23",
-            "heldout24",
-            "heldout25",
-            "heldout26",
-            "heldout16",
-            "heldout15",
-            "heldout14",
-            "heldout13",
-            "heldout12",
-            "heldout11",
-            "heldout10",
-            "heldout9",
-            "heldout8",
-            "heldout7",
-            "heldout6",
-            "heldout5",
-            "heldout4",
-            "heldout3",
-            "heldout2",
-            "heldout",
-            "dev",
-            "all",
-        ),
-        default="heldout26",
+        choices=(*split_names(), "all"),
+        default=split_names()[-1],
+        help="a batch of the small-model corpus (default: the newest), or all",
     )
     parser.add_argument("--verbose", action="store_true", help="list what was lost")
     parser.add_argument(

@@ -1,6 +1,6 @@
 """The small-model corpus through the real pipeline and a local replay server.
 
-    python -m bench.realistic --corpus small-models [--split heldout21|...|dev|all] [--reasks N]
+    python -m bench.realistic --corpus small-models [--split heldoutN|dev|all] [--reasks N]
                               [--verbose]
     python -m bench.realistic --corpus small-models --by-batch
 
@@ -24,7 +24,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from pipeline.testing.small_models import Tally, categories, load_corpus, run
+from pipeline.testing.small_models import Tally, categories, load_corpus, run, split_names
 
 
 def _share(k: int, n: int) -> str:
@@ -105,7 +105,8 @@ def by_batch() -> int:
     """Print one Markdown row per batch (max_reasks 0, then 2 with a compliant model) and
     the totals: the every-batch table of docs/quality.md."""
     entries = load_corpus("all")
-    splits = sorted({e.split for e in entries}, key=_batch_order)
+    present = {e.split for e in entries}
+    splits = [s for s in split_names() if s in present]
     print(
         "| batch | claims kept, `max_reasks 0` | TL;DRs | tag answers | faithful tags kept "
         "(+ marked) | shown as fact | compliant re-asks: claims / TL;DRs / tags, shown |"
@@ -128,12 +129,6 @@ def by_batch() -> int:
 def _fabricated(counts: Counter[str]) -> int:
     """Fabricated items of a run, every category."""
     return sum(v for k, v in counts.items() if k.startswith("fabricated:"))
-
-
-def _batch_order(split: str) -> tuple[int, int]:
-    """dev, heldout, heldout2, heldout3, ...: the order the batches were made in."""
-    number = split.removeprefix("heldout")
-    return (0, 0) if split == "dev" else (1, int(number or 1))
 
 
 def _row(name: str, c: Counter[str], d: Counter[str]) -> str:

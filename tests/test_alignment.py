@@ -195,7 +195,7 @@ def test_typo_tolerance_does_not_reach_further(quote):
 def test_typos_and_endings_are_variants_only_inside_a_word():
     for a, b in [("mnist", "minst"), ("where", "were"), ("world", "word"),
                  ("geometric", "geometrically"), ("scalably", "scalability"),
-                 ("biases", "bias"), ("on", "in")]:  # fmt: skip
+                 ("biases", "bias"), ("on", "in"), ("whilst", "while")]:  # fmt: skip
         assert is_variant(a, b), (a, b)
     # a letter added at either end changes the word ("typical"/"atypical", "late"/"later");
     # an ending that is no suffix names something else ("generative"/"generator")

@@ -297,6 +297,28 @@ def test_an_acronym_written_in_another_case_is_written_and_a_3d_name_is_no_quant
     assert statement_problems(said.replace("3DPW", "3DHP"), evidence, abstract) != []
 
 
+def test_what_the_abstract_asks_is_no_claim_and_a_version_is_no_quantity(stages):
+    abstract = (
+        "We evaluate ESM-2 on FLIP. We investigate whether recent advances in protein "
+        "language models lead to significant improvements in such settings. We present "
+        "wav2vec 2.0, which reaches 1.8 WER on the clean test set."
+    )
+    asked = "recent advances in protein language models lead to significant improvements"
+    raw = json.dumps(
+        {
+            "claims": [
+                _item("Protein language models improve FLIP results.", asked),
+                _item("wav2vec 2.0 reaches 1.8 WER on clean.",
+                      "wav2vec 2.0, which reaches 1.8 WER on the clean test set",
+                      kind="quantitative", value="1.8"),
+            ]
+        }
+    )  # fmt: skip
+    parsed = stages["claims"].accept(raw, abstract, keep_none=True)
+    assert [c["value"] for c in parsed.output["claims"]] == ["1.8"]
+    assert "what the abstract asks" in str(parsed.rejected[0].error)
+
+
 def test_a_baselines_version_word_must_be_the_abstracts(stages):
     # The abstract compares with no "standard" anything: "standard prompting" is the model's.
     abstract = (

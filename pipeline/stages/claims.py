@@ -20,6 +20,7 @@ from pipeline.stages.base import Shaped, StageSpec
 from pipeline.support.names import name_supported, unwritten_acronyms, unwritten_qualifiers
 from pipeline.support.numbers import foreign_numbers, spelled_numbers
 from pipeline.support.statements import (
+    asked_only,
     comparison_widened,
     statement_problems,
     unstated_quality,
@@ -102,6 +103,10 @@ class Claim(BaseModel):
                 raise GroundingError(
                     f"evidence is not in the abstract: {self.evidence[:300]!r}; quote the "
                     "abstract exactly, or leave the claim out"
+                )
+            if asked_only(abstract, span):
+                raise GroundingError(
+                    'evidence is what the abstract asks ("whether ..."), not what it reports'
                 )
             # What is stored is the abstract's own text, wherever the model's typography differed.
             self.evidence = normalize_ws(abstract[span[0] : span[1]])

@@ -108,7 +108,7 @@ def ungrounded_numbers(text: str, evidence: str, abstract: str) -> list[str]:
     have_q, have_n = numbers_and_names(evidence)
     known = set(have_q) | {m.group(0).replace(",", "") for n in have_n for m in _DIGITS.finditer(n)}
     known |= spelled_numbers(evidence)
-    out = [q for q in quantities if q not in known]
+    out = [q for q in quantities if q not in known and not _versioned(q, text, abstract)]
     out += _unit_mismatches(text, evidence)
     out += [n for n in names if not name_supported(n, abstract)]
     # A number in words is often a reference ("none of the three claims"): it may stand
@@ -122,6 +122,19 @@ def ungrounded_numbers(text: str, evidence: str, abstract: str) -> list[str]:
             if value is not None and word not in said and value not in digits:
                 out.append(word)
     return list(dict.fromkeys(out))
+
+
+def _versioned(number: str, text: str, abstract: str) -> bool:
+    """`number` is the version of a name (a word with a digit or an inner capital) that both
+    texts write right before it ("wav2vec 2.0"): a name, not a quantity."""
+    for m in re.finditer(rf"(\S+)\s+{re.escape(number)}(?![\d.]*\d)", text):
+        name = m.group(1)
+        named = any(ch.isupper() for ch in name[1:]) or (
+            any(ch.isdigit() for ch in name) and any(ch.isalpha() for ch in name)
+        )
+        if named and re.search(rf"(?<!\S){re.escape(name)}\s+{re.escape(number)}\b", abstract):
+            return True
+    return False
 
 
 _FACTOR_UNIT = r"\s*(?:[x\u00d7](?![a-z])|times\b|-?fold\b)"

@@ -337,6 +337,18 @@ def dropped_hedges(statement: str, evidence: str) -> list[tuple[str, str]]:
     return found
 
 
+_ASKED = re.compile(r"\bwhether(?:\W+\w+){0,3}\W*$", re.I)
+
+
+def asked_only(abstract: str, span: tuple[int, int]) -> bool:
+    """The span follows a "whether" of its own sentence, at most 3 words before it: the
+    abstract asks it ("we investigate whether recent advances lead to improvements"), it
+    does not report it."""
+    before = abstract[max(0, span[0] - 60) : span[0]]
+    before = re.split(r"[.!?;]\s", before)[-1]
+    return _ASKED.search(before) is not None
+
+
 def _hedge_line(word: str) -> frozenset[str] | None:
     return next((line for line in WORDS.hedges if word in line), None)
 

@@ -57,6 +57,12 @@ class Entry:
     claims: dict[str, Any]
 
 
+def split_names(folder: Path = CORPUS) -> list[str]:
+    """The corpus's batches in the order they were made (dev, heldout, heldout2 ...)."""
+    names = {row["split"] for _, row in iter_jsonl(folder / "abstracts.jsonl")}
+    return sorted(names, key=lambda n: (0, 0) if n == "dev" else (1, int(n[7:] or 1)))
+
+
 def load_corpus(split: str = "heldout", folder: Path = CORPUS) -> list[Entry]:
     """The entries of one split ('dev', 'heldout' or 'all'), in abstracts.jsonl order."""
     rows = [row for _, row in iter_jsonl(folder / "abstracts.jsonl")]
@@ -158,7 +164,7 @@ class CompliantModel:
             r"names (?:what|a topic) the abstract does not: ([^\n]+)", followup
         ):
             for n in re.findall(r"'([^']+)'", names):
-                text = text.replace(n, "")
+                text = re.sub(re.escape(n), "", text, flags=re.I)  # "Surveys" for 'surveys'
         if "exactly one sentence" in followup:
             text = text.split(". ")[0].rstrip(".") + "."
         return json.dumps({"tldr": normalize_ws(text).replace(" ,", ",")})
