@@ -319,6 +319,23 @@ def test_what_the_abstract_asks_is_no_claim_and_a_version_is_no_quantity(stages)
     assert "what the abstract asks" in str(parsed.rejected[0].error)
 
 
+def test_a_percentage_is_not_backed_by_a_count_next_to_the_quote():
+    from pipeline.support import statement_problems
+
+    abstract = (
+        "Experiments on 3 synthetic benchmarks and 5 real-world datasets showed the strategy "
+        "applies to most methods as well as enhance their performance."
+    )
+    evidence = "as well as enhance their performance"
+    said = "The strategy enhances the performance of most methods by up to 5%."
+    assert "'5%', which its evidence does not hold" in statement_problems(
+        said, evidence, abstract, abstract
+    )
+    # the count itself, repeated from the evidence's sentence, is fine
+    said = "The strategy enhances performance on 5 real-world datasets."
+    assert statement_problems(said, evidence, abstract, abstract) == []
+
+
 def test_a_baselines_version_word_must_be_the_abstracts(stages):
     # The abstract compares with no "standard" anything: "standard prompting" is the model's.
     abstract = (

@@ -154,6 +154,22 @@ def _unit_kinds(text: str) -> dict[str, set[str]]:
     return out
 
 
+def context_unit_mismatches(text: str, evidence: str, context: str) -> list[str]:
+    """Percentages and factors of `text` that its evidence lacks and that the evidence's
+    sentences write only as a bare count ("by up to 5%" backed by nothing but "5
+    real-world datasets" next to the quote)."""
+    said = _unit_kinds(text)
+    quoted = _unit_kinds(evidence)
+    around = _unit_kinds(context)
+    return [
+        f"{number}{kind}"
+        for number, kinds in said.items()
+        if number not in quoted and around.get(number) == {""}
+        for kind in kinds
+        if kind
+    ]
+
+
 def _unit_mismatches(text: str, evidence: str) -> list[str]:
     """Quantities of `text` written as a percentage or a factor that `evidence` writes only
     as the other ("5x compression" where the evidence has "5% accuracy")."""

@@ -18,7 +18,7 @@ from functools import lru_cache
 
 from pipeline.alignment import is_variant
 from pipeline.support.names import ABBREVIATIONS, unsupported_names
-from pipeline.support.numbers import ungrounded_numbers
+from pipeline.support.numbers import context_unit_mismatches, ungrounded_numbers
 from pipeline.support.words import (
     GENERIC_WORDS,
     WORDS,
@@ -284,7 +284,8 @@ def statement_problems(
     the evidence lies in, when given) or the abstract (names) does not, or where it
     contradicts its evidence; [] when it is grounded."""
     problems = [f"{n!r}, which its evidence does not hold" for n in
-                ungrounded_numbers(statement, context or evidence, abstract)]  # fmt: skip
+                (*ungrounded_numbers(statement, context or evidence, abstract),
+                 *context_unit_mismatches(statement, evidence, context or evidence))]  # fmt: skip
     said = " ".join(statement.rstrip(". ").lower().split())
     if evidence.lower() in said and said in " ".join((context or abstract).lower().split()):
         # The statement is the evidence's own sentence (what the offline extractor writes):
