@@ -328,7 +328,7 @@ def dropped_hedges(statement: str, evidence: str) -> list[tuple[str, str]]:
     for hedge, word in zip(quoted, quoted[1:], strict=False):
         line = _hedge_line(hedge)
         if word in bare:
-            continue  # "sub-networks ... force networks": the evidence says it plainly too
+            continue  # "near-optimal here, optimal there": the evidence says it plainly too
         if line is None or word in WORDS.function_words or word in WORDS.small_words:
             continue  # "close to", "close the gap"
         if word not in words and lemma(word) not in words:
