@@ -164,7 +164,9 @@ class CompliantModel:
             r"names (?:what|a topic) the abstract does not: ([^\n]+)", followup
         ):
             for n in re.findall(r"'([^']+)'", names):
-                text = re.sub(re.escape(n), "", text, flags=re.I)  # "Surveys" for 'surveys'
+                # as the answer writes it: "Surveys" or "self-supervised" for 'self supervised'
+                written = r"[\s-]+".join(re.escape(w) for w in n.split())
+                text = re.sub(written, "", text, flags=re.I)
         if "exactly one sentence" in followup:
             text = text.split(". ")[0].rstrip(".") + "."
         return json.dumps({"tldr": normalize_ws(text).replace(" ,", ",")})
