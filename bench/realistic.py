@@ -36,10 +36,11 @@ def main(argv: list[str] | None = None) -> int:
         default="gpt-4o-mini",
         help="which answer corpus (default: the gpt-4o-mini-style one)",
     )
+    splits = split_names()
     parser.add_argument(
         "--split",
-        choices=(*split_names(), "all"),
-        default=split_names()[-1],
+        choices=(*splits, "all"),
+        default=splits[-1],
         help="a batch of the small-model corpus (default: the newest), or all",
     )
     parser.add_argument("--verbose", action="store_true", help="list what was lost")

@@ -120,9 +120,15 @@ CORRELATIVE = (
     ],
 )  # fmt: skip
 def test_correlatives_compounds_and_prepositions_are_tolerated(quote, stored_start, stored_end):
-    span = align(CORRELATIVE, quote)
+    _assert_stored(CORRELATIVE, quote, stored_start, stored_end)
+
+
+def _assert_stored(text: str, quote: str, stored_start: str, stored_end: str) -> None:
+    """`quote` is located in `text`, and the span stored runs from `stored_start` to
+    `stored_end`."""
+    span = align(text, quote)
     assert span is not None, quote
-    stored = CORRELATIVE[span[0] : span[1]]
+    stored = text[span[0] : span[1]]
     assert stored.startswith(stored_start) and stored.endswith(stored_end), stored
 
 
@@ -144,9 +150,9 @@ def test_the_new_tolerances_do_not_reach_further(quote):
 TYPOS = (
     "We show that are able to match the performance of SAC on MINST. The applied rotations "
     "remain correlated in near-linear time as we analyze the geometrically properties of "
-    "spheres. Our method "
-    "outperforms baselines on both real-word and synthetic data, in situations were labels "
-    "are scarce. MixUp asymptotically convergences to a subset of DAT. SpectralNet. "
+    "spheres. Our method outperforms baselines on both real-word and synthetic data, in "
+    "situations were labels are scarce. MixUp asymptotically convergences to a subset of DAT. "
+    "SpectralNet. "
     "State-of-the-art clustering results are reported for the Reuters datasets."
 )
 
@@ -168,10 +174,7 @@ TYPOS = (
     ],
 )  # fmt: skip
 def test_typos_endings_and_a_mended_grammar_word_are_tolerated(quote, stored_start, stored_end):
-    span = align(TYPOS, quote)
-    assert span is not None, quote
-    stored = TYPOS[span[0] : span[1]]
-    assert stored.startswith(stored_start) and stored.endswith(stored_end), stored
+    _assert_stored(TYPOS, quote, stored_start, stored_end)
 
 
 @pytest.mark.parametrize(

@@ -434,28 +434,24 @@ def test_a_tag_met_only_as_what_is_outperformed_is_unconfirmed(taxonomy):
     )
 
 
-def test_a_tag_met_only_as_what_a_result_matches_is_unconfirmed(taxonomy):
-    ddpm = (
-        "We present image synthesis results using diffusion probabilistic models. On LSUN, "
-        "we obtain sample quality similar to ProgressiveGAN."
-    )
-    assert unconfirmed_tags(["generative-adversarial-networks"], ddpm, taxonomy) == [
-        "generative-adversarial-networks"
-    ]
-    own = ddpm + " We also train a GAN on the denoised samples."
-    assert unconfirmed_tags(["generative-adversarial-networks"], own, taxonomy) == []
-
-
-def test_a_policy_alone_does_not_confirm_reinforcement_learning(taxonomy):
-    augment = (
-        "Determining an effective data augmentation policy requires expertise. We learn "
-        "input-conditional augmentation policies with a neural network."
-    )
-    assert unconfirmed_tags(["reinforcement-learning"], augment, taxonomy) == [
-        "reinforcement-learning"
-    ]
-    rl = augment + " The policy maximizes the expected reward of the classifier."
-    assert unconfirmed_tags(["reinforcement-learning"], rl, taxonomy) == []
+@pytest.mark.parametrize(
+    ("tag", "text", "confirming"),
+    [
+        # met only as what a result matches
+        ("generative-adversarial-networks",
+         "We present image synthesis results using diffusion probabilistic models. On LSUN, "
+         "we obtain sample quality similar to ProgressiveGAN.",
+         " We also train a GAN on the denoised samples."),
+        # an augmentation policy is a policy without reinforcement
+        ("reinforcement-learning",
+         "Determining an effective data augmentation policy requires expertise. We learn "
+         "input-conditional augmentation policies with a neural network.",
+         " The policy maximizes the expected reward of the classifier."),
+    ],
+)  # fmt: skip
+def test_a_matched_tag_or_a_policy_alone_confirms_no_tag(taxonomy, tag, text, confirming):
+    assert unconfirmed_tags([tag], text, taxonomy) == [tag]
+    assert unconfirmed_tags([tag], text + confirming, taxonomy) == []
 
 
 def test_an_umbrella_whose_narrower_tag_is_unconfirmed_is_unconfirmed_too(taxonomy):

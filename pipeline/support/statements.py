@@ -327,13 +327,11 @@ def dropped_hedges(statement: str, evidence: str) -> list[tuple[str, str]]:
     bare = {w for k, w in enumerate(quoted) if k == 0 or not _hedge_line(quoted[k - 1])}
     for hedge, word in zip(quoted, quoted[1:], strict=False):
         line = _hedge_line(hedge)
-        if word in bare:
-            continue  # "near-optimal here, optimal there": the evidence says it plainly too
         if line is None or word in WORDS.function_words or word in WORDS.small_words:
             continue  # "close to", "close the gap"
-        if word not in words and lemma(word) not in words:
-            continue
-        if line.isdisjoint(said):
+        if word in bare:
+            continue  # "near-optimal here, optimal there": the evidence says it plainly too
+        if (word in words or lemma(word) in words) and line.isdisjoint(said):
             found.append((hedge, word))
     return found
 
