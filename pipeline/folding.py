@@ -9,7 +9,8 @@ Both sides of a comparison are folded the same way:
 - TeX and Markdown markup dropped: ``$``, braces, ``^``, ``*``, ``_``, ``\\command{``,
   and the backslash of ``\\%``, ``\\&``; a space before ``%`` dropped;
 - TeX symbols and their Unicode forms made one: ``\\sim`` = ``∼`` = ``~``, ``\\times`` =
-  ``×`` = ``x``, ``\\leq`` = ``≤``, ``\\pm`` = ``±``, ``\\alpha`` = ``α`` = ``alpha``, ...;
+  ``×`` = ``x``, ``\\leq`` = ``≤``, ``\\pm`` = ``±``, ``\\alpha`` = ``α`` = ``alpha``, ``\\varepsilon``
+  = ``∊`` (a PDF's epsilon) = ``epsilon``, ...;
 - whitespace runs -> one space.
 """
 
@@ -46,6 +47,14 @@ SYMBOLS = {
     "rightarrow": "\u2192",
     "ldots": "...",
     "dots": "...",
+    # variant letters are the letter; PDFs write epsilon as U+220A "small element of"
+    "varepsilon": "epsilon",
+    "\u220a": "epsilon",
+    "varphi": "phi",
+    "vartheta": "theta",
+    "varrho": "rho",
+    "varpi": "pi",
+    "varsigma": "sigma",
 }
 # Greek letters fold to their names, so `\alpha`, `α` and `alpha` are one text.
 GREEK = {

@@ -79,6 +79,29 @@ def test_the_exclamation_mark_of_a_name_the_abstract_writes_ends_no_sentence():
         )
 
 
+def test_a_tex_epsilon_is_the_abstracts_pdf_epsilon_not_a_name():
+    # PDFs write epsilon as U+220A ("small element of"); a TL;DR writes $W/\epsilon$
+    abstract = "If m \u2265 O(W/\u220a log N/\u220a) examples are loaded, a 1 \u2212 \u220a fraction is right."
+    ctx = {"abstract": abstract}
+    tldr = "Nets generalize from $m \\geq O(W/\\epsilon \\log N/\\varepsilon)$ examples."
+    assert TldrOutput.model_validate({"tldr": tldr}, context=ctx).tldr == tldr
+    with pytest.raises(ValidationError, match="names what the abstract does not: 'W/K'"):
+        TldrOutput.model_validate({"tldr": "Nets generalize from $O(W/K)$ examples."}, context=ctx)
+
+
+def test_a_topic_re_ask_quotes_the_tldrs_own_words():
+    from pipeline.prompts import PACKAGE_PROMPTS_DIR
+    from pipeline.taxonomy import load_taxonomy
+
+    taxonomy = load_taxonomy(PACKAGE_PROMPTS_DIR / "taxonomy.yaml")
+    ctx = {"abstract": "We sort images of cats with a convolutional network.", "taxonomy": taxonomy}
+    tldr = "A self-supervised convolutional network sorts images of cats."
+    with pytest.raises(
+        ValidationError, match="names a topic the abstract does not: 'self-supervised'"
+    ):
+        TldrOutput.model_validate({"tldr": tldr}, context=ctx)
+
+
 def test_tags_resolve_synonyms_and_reject_unknown():
     out = TagsOutput.model_validate(
         {"tags": ["GNN", "anomaly-detection", "gnn"], "keywords": ["DR-GGAD", "dr-ggad"]},

@@ -401,6 +401,7 @@ class _Analysis:
         """Tokenize, find definitions and aliases, and weigh the taxonomy mentions."""
         self.text = text
         parts = (_SPLIT_ASCII if text.isascii() else _SPLIT).split(text)
+        self.tokens = parts[1::2]
         self.gaps = parts[2::2]  # gaps[i] follows token i
         cs, ci, self.lower, families, starts, self.in_phrase, self.cue_starts = _columns(
             list(map(matcher.rows.__getitem__, parts[1::2]))
@@ -1168,10 +1169,18 @@ def match_tags(text: str, taxonomy: Taxonomy) -> tuple[list[str], list[str]]:
 
 
 def topic_phrases(text: str, taxonomy: Taxonomy) -> list[tuple[str, str]]:
-    """(tag id, phrase as the text's lowercase words) of every taxonomy mention a short text
-    (a TL;DR) asserts: a negated or contrasted one is left out."""
+    """(tag id, phrase as the text writes it) of every taxonomy mention a short text (a TL;DR)
+    asserts: a negated or contrasted one is left out. The text's own form ("self-supervised",
+    not the taxonomy's "self supervised") is what a re-ask can quote back to the model."""
     analysis = _Analysis(matcher_for(taxonomy), text[:_MAX_CHARS])
-    return [(m.tag, " ".join(analysis.lower[m.start : m.end])) for m in analysis.mentions]
+    tokens, gaps = analysis.tokens, analysis.gaps
+    return [
+        (
+            m.tag,
+            tokens[m.start] + "".join(gaps[k] + tokens[k + 1] for k in range(m.start, m.end - 1)),
+        )
+        for m in analysis.mentions
+    ]
 
 
 def support(text: str, taxonomy: Taxonomy) -> frozenset[str]:
