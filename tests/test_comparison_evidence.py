@@ -319,6 +319,45 @@ def test_what_the_abstract_asks_is_no_claim_and_a_version_is_no_quantity(stages)
     assert "what the abstract asks" in str(parsed.rejected[0].error)
 
 
+@pytest.mark.parametrize(
+    ("statement", "kept"),
+    [
+        ("The models are shown to leak private information to membership attacks.", False),
+        ("The study reports whether the models leak private information.", True),
+        ("The models leak private information, as they are tested.", False),
+    ],
+)
+def test_a_statement_does_not_answer_what_its_evidence_asks(stages, statement, kept):
+    abstract = (
+        "We define the problem for sequence generation and report initial results on whether "
+        "these models leak private information against several kinds of attacks. Results "
+        "hold regardless of whether the models leak private information in training."
+    )
+    evidence = "report initial results on whether these models leak private information"
+    parsed = stages["claims"].accept(_claim(statement, evidence), abstract, keep_none=True)
+    assert bool(parsed.output["claims"]) is kept
+    if not kept:
+        assert "which its evidence only asks" in str(parsed.rejected[0].error)
+    # "regardless of whether" asks nothing
+    said = "Results hold when the models leak private information in training."
+    quoted = "Results hold regardless of whether the models leak private information in training"
+    assert stages["claims"].accept(_claim(said, quoted), abstract).output["claims"]
+
+
+def test_a_list_items_marker_backs_no_number():
+    from pipeline.support import statement_problems
+
+    abstract = (
+        "We find that ULS is significantly better in settings where either (1) strong privacy "
+        "guarantees are required, or (2) the compute budget is large."
+    )
+    evidence = "ULS is significantly better in settings where either (1) strong privacy guarantees are required"
+    said = "ULS is significantly better when strong privacy guarantees (ε = 1) are required."
+    assert statement_problems(said, evidence, abstract) == ["'1', which its evidence does not hold"]
+    marked = "ULS is significantly better when (1) strong privacy guarantees are required."
+    assert statement_problems(marked, evidence, abstract) == []
+
+
 def test_a_percentage_is_not_backed_by_a_count_next_to_the_quote():
     from pipeline.support import statement_problems
 

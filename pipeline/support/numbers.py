@@ -104,8 +104,8 @@ def ungrounded_numbers(text: str, evidence: str, abstract: str) -> list[str]:
     in digits must be a number of `evidence` (in digits or words: "two times" holds 2), each
     named number ("CIFAR-10") a name of the abstract, each number in words ("three") a
     number of the abstract."""
-    quantities, names = numbers_and_names(text)
-    have_q, have_n = numbers_and_names(evidence)
+    quantities, names = numbers_and_names(_ENUMERATOR.sub(" ", text))
+    have_q, have_n = numbers_and_names(_ENUMERATOR.sub(" ", evidence))
     known = set(have_q) | {m.group(0).replace(",", "") for n in have_n for m in _DIGITS.finditer(n)}
     known |= spelled_numbers(evidence)
     out = [q for q in quantities if q not in known and not _versioned(q, text, abstract)]
@@ -122,6 +122,11 @@ def ungrounded_numbers(text: str, evidence: str, abstract: str) -> list[str]:
             if value is not None and word not in said and value not in digits:
                 out.append(word)
     return list(dict.fromkeys(out))
+
+
+# A list item's marker, "(1) strong privacy ..., or (2) ...": it counts items, it backs no
+# quantity ("ε = 1" over "either (1) strong privacy guarantees").
+_ENUMERATOR = re.compile(r"(?:^|(?<=[\s:;,]))\(\d{1,2}\)(?=\s)")
 
 
 def _versioned(number: str, text: str, abstract: str) -> bool:

@@ -7,8 +7,9 @@
 - `unstated_superiority`, the superiority and parity words; `unstated_quality`, the quality
   a grown comparison must compare ("more interpretable than"); `unstated_universals`
   ("all", "always") and `unstated_judgements` ("successfully", "accurately") the evidence's
-  sentences do not back; `contradictions`, the antonyms; `new_words`, content words the
-  abstract never uses.
+  sentences do not back; `contradictions`, the antonyms; `answered`, a question of the
+  evidence ("whether these models leak ...") stated as a result; `new_words`, content words
+  the abstract never uses.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pipeline.alignment import is_variant
 from pipeline.support.names import ABBREVIATIONS, unsupported_names
 from pipeline.support.numbers import context_unit_mismatches, ungrounded_numbers
 from pipeline.support.words import (
+    _SMALL_WORDS,
     GENERIC_WORDS,
     WORDS,
     _lemma_index,
@@ -295,6 +297,9 @@ def statement_problems(
         f"{n!r}, which the abstract does not name" for n in unsupported_names(statement, abstract)
     ]
     problems += contradictions(statement, evidence)
+    problems += [
+        f"{q!r} as a result, which its evidence only asks" for q in answered(statement, evidence)
+    ]
     backing = context or evidence
     problems += [f"{w!r}, which its evidence does not say" for w in
                  (*unstated_universals(statement, backing),
@@ -337,6 +342,34 @@ def dropped_hedges(statement: str, evidence: str) -> list[tuple[str, str]]:
 
 
 _ASKED = re.compile(r"\bwhether(?:\W+\w+){0,3}\W*$", re.I)
+
+
+_WHETHER = re.compile(r"\bwhether\b([^,;.:()]*)", re.I)
+_NO_QUESTION = re.compile(r"\b(?:regardless|irrespective)\s+of\s+$|\bno\s+matter\s+$", re.I)
+ANSWERED_RUN = 3  # content words of the question, in a row, that make a statement its answer
+
+
+def answered(statement: str, evidence: str) -> list[str]:
+    """The questions of `evidence` ("report results on whether these models leak private
+    information") that `statement` states as results ("the models are shown to leak private
+    information"), without a "whether" or "if" of its own."""
+    if not _WHETHER.search(evidence) or re.search(r"\b(?:whether|if)\b", statement, re.I):
+        return []
+    said = [lemma(t) for t in tokens(statement) if t not in _SMALL_WORDS]
+    out = []
+    for m in _WHETHER.finditer(evidence):
+        if _NO_QUESTION.search(evidence[max(0, m.start() - 20) : m.start()]):
+            continue  # "regardless of whether ...": no question
+        asked = [lemma(t) for t in tokens(m.group(1)) if t not in _SMALL_WORDS]
+        runs = (tuple(asked[k : k + ANSWERED_RUN]) for k in range(len(asked) - ANSWERED_RUN + 1))
+        if any(_in_a_row(run, said) for run in runs):
+            out.append(" ".join(m.group(0).split()))
+    return out
+
+
+def _in_a_row(run: tuple[str, ...], words: list[str]) -> bool:
+    n = len(run)
+    return any(tuple(words[k : k + n]) == run for k in range(len(words) - n + 1))
 
 
 def asked_only(abstract: str, span: tuple[int, int]) -> bool:
