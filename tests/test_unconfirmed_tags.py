@@ -447,6 +447,11 @@ def test_a_tag_met_only_as_what_is_outperformed_is_unconfirmed(taxonomy):
          "Determining an effective data augmentation policy requires expertise. We learn "
          "input-conditional augmentation policies with a neural network.",
          " The policy maximizes the expected reward of the classifier."),
+        # what "instead of applying" sets aside is no topic
+        ("recurrent-networks",
+         "Instead of applying recurrent models to sequence learning, we build our model "
+         "entirely on convolutional networks.",
+         " A recurrent model then refines the forecast."),
     ],
 )  # fmt: skip
 def test_a_matched_tag_or_a_policy_alone_confirms_no_tag(taxonomy, tag, text, confirming):

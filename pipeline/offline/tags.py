@@ -459,9 +459,12 @@ class _Analysis:
             return True  # "without modifying the architecture or fine-tuning"
         if m.end < len(lower) and self.gaps[m.end - 1] == "-" and lower[m.end] in _SUFFIX_BLOCKERS:
             return True
-        if not before or before[-1] not in _PASSING_LAST:
-            return False
-        return any(before[len(before) - len(p) :] == p for p in tag_rules.PASSING_BEFORE)
+        # a contrast right before, or before fillers: "instead of applying recurrent models"
+        return any(
+            lower[e] in _PASSING_LAST
+            and any(lower[max(0, e + 1 - len(p)) : e + 1] == p for p in tag_rules.PASSING_BEFORE)
+            for e in range(start - 1, max(k, 0) - 1, -1)
+        )
 
 
 _SUFFIX_BLOCKERS = tag_rules.SUFFIX_BLOCKERS
