@@ -10,7 +10,8 @@ number tokens, lowercased, letters split from digits ("CIFAR100" = "CIFAR-100").
 must align with the words of the abstract, in order, within one sentence (two for a quote
 that crosses a sentence end), and these edits are all that is allowed (the bound):
 
-- a word split or joined ("classifi- cation" = "classification");
+- a word split or joined ("classifi- cation" = "classification"), or up to `MAX_JOINED`
+  words glued by a PDF ("stateofart" = "state-of-art");
 - at most `MAX_CHANGED_WORDS` changed words, each a *variant* of the abstract's word (the
   same root: model/models, propose/proposed, study/studies; another form of be, have or do: was/were; a
   preposition or comparative of the same sense: to/into, less/fewer; a spelling variant:
@@ -64,6 +65,7 @@ MAX_ADDED = 1  # function words a quote may add ("performance of models")
 MIN_SHARED_STEM = 6  # letters two forms of one word share ("geometric"/"geometrically")
 MIN_EXACT_SHARE = 0.6
 MIN_TOKENS = 4  # a shorter quote gets no tolerance at all
+MAX_JOINED = 4  # words a PDF glued into one ("stateoftheart"), or a quote did
 MAX_CORRELATIVE = 12  # words between "not only" and "but also" that a quote may leave out
 
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+")
@@ -371,16 +373,24 @@ def _steps(
             moved(1, 1, cost, 1)
         elif is_variant(q, a):
             moved(1, 1, cost.add(changed=1), 0)
-        if i + 1 < len(quote) and q + quote[i + 1] == a and not a.isdigit():
-            moved(2, 1, cost, 2)  # "classifi cation" for "classification"
-        if j + 1 < hi and q == a + keys[j + 1] and not q.isdigit():
-            moved(1, 2, cost, 1)
+        if (
+            not a.isdigit()
+        ):  # "classifi cation" for "classification", "state of art" for "stateofart"
+            for n in range(2, MAX_JOINED + 1):
+                if i + n <= len(quote) and "".join(quote[i : i + n]) == a:
+                    moved(n, 1, cost, n)
+        if not q.isdigit():
+            for n in range(2, MAX_JOINED + 1):
+                if j + n <= hi and q == "".join(keys[j : j + n]):
+                    moved(1, n, cost, 1)
         if started and (size := _repeated(keys, j)):
             skipped(j + size, cost)  # the abstract's "close to close to": one is quoted
         if started and a in ARTICLES:
             skipped(j + 1, cost.add(articles=1))
-        elif started and a.isalpha() and a not in POLARITY and a not in NEGATIONS:
-            skipped(j + 1, cost.add(changed=1, left_out=1))  # "is even applicable"
+        elif started and exact and a.isalpha() and a not in POLARITY and a not in NEGATIONS:
+            # "is even applicable"; only after a word quoted as written ("Accurate results"
+            # is no "accuracy. Experimental results")
+            skipped(j + 1, cost.add(changed=1, left_out=1))
         if started:
             for end in _correlative_ends(text, j, hi):
                 skipped(end, cost.add(skips=1))
