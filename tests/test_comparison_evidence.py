@@ -344,6 +344,30 @@ def test_a_statement_does_not_answer_what_its_evidence_asks(stages, statement, k
     assert stages["claims"].accept(_claim(said, quoted), abstract).output["claims"]
 
 
+@pytest.mark.parametrize(
+    ("evidence", "kept"),
+    [
+        # what the evaluation does: no result
+        ("we evaluate the approach on MuJoCo, comparing it with the state-of-the-art baseline",
+         False),
+        # what it reaches
+        ("our approach outperforms the state-of-the-art baseline on MuJoCo", True),
+        ("Comparing with existing approaches, our approach has the most flexibility", True),
+    ],
+)  # fmt: skip
+def test_comparing_it_with_the_state_of_the_art_is_no_result(stages, evidence, kept):
+    abstract = (
+        "Finally, we evaluate the approach on MuJoCo, comparing it with the state-of-the-art "
+        "baseline. In a second study, our approach outperforms the state-of-the-art baseline on "
+        "MuJoCo. Comparing with existing approaches, our approach has the most flexibility."
+    )
+    said = "The approach outperforms the state-of-the-art baseline on MuJoCo."
+    parsed = stages["claims"].accept(_claim(said, evidence), abstract, keep_none=True)
+    assert bool(parsed.output["claims"]) is kept
+    if not kept:
+        assert "claim of superiority ('outperform')" in str(parsed.rejected[0].error)
+
+
 def test_a_list_items_marker_backs_no_number():
     from pipeline.support import statement_problems
 

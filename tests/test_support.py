@@ -161,6 +161,8 @@ def claim(**overrides):
             "'35.2', which its evidence does not hold",
         ),
         ({"metric": "top-5 accuracy"}, "metric 'top-5 accuracy' has numbers the abstract lacks"),
+        # 10 is in the abstract, but never joined to "of": "best-of-10" is the model's
+        ({"metric": "best-of-10 accuracy"}, "'best-of-10' is not in the abstract"),
         (
             {
                 "statement": "VINS is 2.1x slower than prior methods.",

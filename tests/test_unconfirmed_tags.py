@@ -459,6 +459,20 @@ def test_a_matched_tag_or_a_policy_alone_confirms_no_tag(taxonomy, tag, text, co
     assert unconfirmed_tags([tag], text + confirming, taxonomy) == []
 
 
+@pytest.mark.parametrize(
+    ("text", "supported"),
+    [
+        # this abstract's BNN is no Bayesian neural network
+        ("Binary Neural Networks (BNN) suit small devices. We train BNNs with a new sign.", False),
+        ("Bayesian Neural Networks (BNNs) are calibrated. We train BNNs with a new prior.", True),
+        # a typo in the long form is no other meaning
+        ("Bayesian Nueral Networks (BNNs) are calibrated. We train BNNs with a new prior.", True),
+    ],
+)
+def test_an_acronym_the_abstract_defines_otherwise_supports_no_tag(taxonomy, text, supported):
+    assert (unsupported_tags(["bayesian-methods"], text, taxonomy) == []) is supported
+
+
 def test_an_umbrella_whose_narrower_tag_is_unconfirmed_is_unconfirmed_too(taxonomy):
     robots = (
         "Prospection has not been explored in depth in robotics. We learn a model that "

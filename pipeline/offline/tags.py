@@ -39,6 +39,7 @@ from itertools import compress
 from operator import and_, or_
 from typing import Generic, NamedTuple, TypeVar
 
+from pipeline.alignment import is_variant
 from pipeline.offline import tag_rules
 from pipeline.offline.contribution_cues import CUES
 from pipeline.offline.tag_words import WORDS
@@ -284,6 +285,29 @@ class Matcher:
         starts[key[0]] = tuple(sorted(lengths, reverse=True))
 
     @cached_property
+    def expansions(self) -> dict[str, tuple[str, frozenset[tuple[str, ...]]]]:
+        """Acronym synonym (case-sensitive form) -> (its tag, the tag's phrases whose initials
+        spell it, as lowercase words without linking words): "BNN" -> bayesian-methods,
+        ("bayesian", "neural", "network")."""
+        out: dict[str, tuple[str, frozenset[tuple[str, ...]]]] = {}
+        for tag in self.taxonomy.tags.values():
+            phrases = [tuple(_TOKEN.findall(p)) for p in (tag.label, *tag.synonyms)]
+            for words in phrases:
+                if len(words) != 1 or not _is_abbrev(words[0]):
+                    continue
+                letters = words[0].rstrip("s").lower()
+                content = [tuple(t for t in p if t.lower() not in _LINKING_WORDS) for p in phrases]
+                longs = frozenset(
+                    tuple(t.lower() for t in other)
+                    for other in content
+                    if len(other) == len(letters)
+                    and "".join(t[0] for t in other).lower() == letters
+                )
+                if longs and self.cs_index.get((_forms(words[0])[0],)) == tag.id:
+                    out[_forms(words[0])[0]] = (tag.id, longs)
+        return out
+
+    @cached_property
     def weak_tags(self) -> frozenset[str]:
         """Tags with a weak phrase."""
         return frozenset(tag_id for tag_id, _key in self.weak)
@@ -409,6 +433,11 @@ class _Analysis:
         self.definitions = _definitions(text)
         self.aliases = _aliases(matcher, self.definitions)
         found = matcher.scan(cs, ci, starts, self.aliases)
+        if redefined := _redefined(matcher, self.definitions):
+            # "Binary Neural Networks (BNN)": this abstract's BNN is no Bayesian one
+            found = [
+                m for m in found if m.end - m.start != 1 or redefined.get(cs[m.start]) != m.tag
+            ]
         if matcher.families and any(families):
             found = _with_families(found, families, matcher.families)
         # What pipeline.support checks a tag against (negated mentions count there).
@@ -718,6 +747,33 @@ def _aliases(matcher: Matcher, definitions: list[tuple[str, str, int]]) -> dict[
         tag_id = matcher.tag_of_phrase(long)
         if tag_id:
             out[form] = tag_id
+    return out
+
+
+_LINKING_WORDS = frozenset({"and", "of", "the", "for", "a", "an", "in", "on", "with", "to", "by"})
+
+
+def _redefined(matcher: Matcher, definitions: list[tuple[str, str, int]]) -> dict[str, str]:
+    """Acronyms the abstract defines otherwise than the taxonomy expands them -> the tag
+    whose acronym they are not here ("Binary Neural Networks (BNN)" against bayesian-methods'
+    "bayesian neural network" and "BNN")."""
+    out: dict[str, str] = {}
+    for long, acronym, _pos in definitions:
+        form = _forms(acronym)[0]
+        known = matcher.expansions.get(form)
+        if known is not None:
+            tag_id, longs = known
+            expanded = tuple(
+                t.lower() for t in _TOKEN.findall(long) if t.lower() not in _LINKING_WORDS
+            )
+            if matcher.tag_of_phrase(long) != tag_id and not any(
+                len(known_long) == len(expanded)
+                and all(
+                    a == b or is_variant(a, b) for a, b in zip(known_long, expanded, strict=True)
+                )
+                for known_long in longs
+            ):  # a typo is no other meaning ("Markov descision process (MDP)")
+                out[form] = tag_id
     return out
 
 

@@ -31,7 +31,10 @@ from pipeline.taxonomy import Taxonomy
 from pipeline.text import canonical_number, normalize_ws, numbers_in
 
 _DIGIT = re.compile(r"\d")
-_NUMBER_AND_WORD = re.compile(r"[A-Za-z]+[-@]\d+(?:\.\d+)?\b|\b\d+(?:\.\d+)?-[A-Za-z]+")
+_NUMBER_AND_WORD = re.compile(
+    r"[A-Za-z]+(?:-[A-Za-z]+)*[-@]\d+(?:\.\d+)?\b|\b\d+(?:\.\d+)?-[A-Za-z]+"
+)
+_JOINED_PAIR = re.compile(r"([A-Za-z]+)[-@](\d+(?:\.\d+)?)$|^(\d+(?:\.\d+)?)-([A-Za-z]+)")
 MAX_CLAIMS = 12
 DEFINITION_FILE = "claimed_result.md"
 # Longer fields are not a claim but a runaway answer (and would cost alignment time).
@@ -141,7 +144,7 @@ class Claim(BaseModel):
                 raise GroundingError(f"{name} {value!r} has numbers the abstract lacks")
             # "top-1", "32-bit", "BLEU-4", "pass@1": a number joined to a word is named as a whole
             for joined in _NUMBER_AND_WORD.findall(value):
-                if not name_supported(joined, abstract):
+                if not (name_supported(joined, abstract) and _pair_written(joined, abstract)):
                     raise GroundingError(f"{name} {value!r}: {joined!r} is not in the abstract")
         for name, what in (("dataset", "dataset"), ("comparison", "baseline")):
             value = getattr(self, name)
@@ -180,6 +183,20 @@ def _sentences_around(abstract: str, span: tuple[int, int]) -> str:
     start = max(abstract.rfind(". ", 0, span[0]) + 1, 0)
     end = abstract.find(". ", span[1])
     return abstract[start : len(abstract) if end < 0 else end + 1]
+
+
+def _pair_written(joined: str, abstract: str) -> bool:
+    """The number of `joined` ("best-of-8", "32-bit") stands next to the same word in the
+    abstract (hyphen, "@", a space or nothing between; a plural "s"): "best-of-N" and "by 8%"
+    make no "best-of-8"."""
+    m = _JOINED_PAIR.search(joined)
+    if m is None:
+        return True
+    word, number = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+    w, n = re.escape(word[:-1] if word.endswith("s") and len(word) > 3 else word), re.escape(number)
+    glue = r"[-@\u2010\u2011\u2013 ]?"
+    pattern = rf"\b{w}s?{glue}{n}(?![\d.]*\d)" if m.group(1) else rf"(?<![\d.]){n}{glue}{w}s?\b"
+    return re.search(pattern, abstract, re.I) is not None
 
 
 def _has_words(text: str, words: str) -> bool:
