@@ -368,6 +368,18 @@ def test_comparing_it_with_the_state_of_the_art_is_no_result(stages, evidence, k
         assert "claim of superiority ('outperform')" in str(parsed.rejected[0].error)
 
 
+def test_half_is_no_value_of_50(stages):
+    abstract = "TCS matches KD methods while only requiring roughly half of their training time."
+    evidence = "only requiring roughly half of their training time"
+    said = "TCS requires roughly half of the training time of KD methods."
+    raw = _claim(said, evidence, kind="quantitative", value="50", unit="%")
+    parsed = stages["claims"].accept(raw, abstract, keep_none=True)
+    assert parsed.output["claims"] == []
+    assert "value '50' does not occur in its evidence" in str(parsed.rejected[0].error)
+    kept = stages["claims"].accept(_claim(said, evidence, value="half"), abstract)
+    assert [c["value"] for c in kept.output["claims"]] == ["half"]
+
+
 def test_a_list_items_marker_backs_no_number():
     from pipeline.support import statement_problems
 

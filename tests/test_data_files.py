@@ -84,7 +84,8 @@ def test_editing_a_grounding_file_changes_the_validator_id(tmp_path, monkeypatch
         shutil.copytree(PACKAGE_PROMPTS_DIR, folder)
     path = edited / "grounding.yaml"
     text = path.read_text(encoding="utf-8")
-    path.write_text(text.replace("  half: 50\n", "  half: 50\n  dozen: 12\n"), encoding="utf-8")
+    assert "  triple: 3\n" in text
+    path.write_text(text.replace("  triple: 3\n", "  triple: 3\n  dozen: 12\n"), encoding="utf-8")
 
     def prompts_in(folder: Path):
         return lambda package: folder if package == "pipeline.prompt_files" else real_files(package)
@@ -186,7 +187,8 @@ def test_a_bad_rules_file_is_a_config_error_naming_it(tmp_path, old, new, messag
 
 def test_a_key_written_twice_is_an_error_not_a_silent_override(tmp_path):
     text = (PACKAGE_PROMPTS_DIR / "grounding.yaml").read_text(encoding="utf-8")
-    twice = text.replace("  half: 50\n", "  half: 50\n  two: 3\n")
+    assert "  triple: 3\n" in text
+    twice = text.replace("  triple: 3\n", "  triple: 3\n  two: 3\n")
     path = _write(tmp_path, "grounding.yaml", twice)
     with pytest.raises(ConfigError, match=r"grounding.yaml:\d+: invalid YAML: duplicate key 'two'"):
         read_data_file(path, GroundingWords)
