@@ -156,6 +156,8 @@ def claim(**overrides):
     [
         ({"dataset": "ImageNet"}, "dataset 'ImageNet' is not named in the abstract"),
         ({"comparison": "ViT-B/16"}, "baseline 'ViT-B/16' is not named in the abstract"),
+        # another version of a named model: the abstract has ResNet-50, not ResNet-50++
+        ({"comparison": "ResNet-50++"}, "baseline 'ResNet-50++' is not named in the abstract"),
         (
             {"statement": "VINS beats ResNet-50 by 35.2%."},
             "'35.2', which its evidence does not hold",

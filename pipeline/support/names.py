@@ -58,6 +58,8 @@ def name_supported(name: str, abstract: str, *, stems: bool = True) -> bool:
     abstract up to presentation and abbreviation (see the module docstring); without `stems`,
     another word of the same stem is no support ("Informer" is not "information")."""
     name = name.strip()
+    if name.endswith("+") and not _plus_written(name, abstract):
+        return False  # "PixelCNN++" is not the abstract's "PixelCNN"
     if not name or _verbatim(name, abstract):
         return True
     parts = [p for p in _LIST_SEPARATORS.split(name) if p and p.strip()]
@@ -69,6 +71,14 @@ def name_supported(name: str, abstract: str, *, stems: bool = True) -> bool:
         if len(parts) > 1 and all(_supported_part(p, index) for p in parts):
             return True
     return _unspaced(name, abstract)
+
+
+def _plus_written(name: str, abstract: str) -> bool:
+    """A name ending in "+" or "++" (another version of a model) is written with them."""
+    core = name.rstrip("+")
+    plus = name[len(core) :]
+    pattern = rf"(?<![\w+]){re.escape(core.strip())}\s?{re.escape(plus)}(?!\+)"
+    return re.search(pattern, abstract, re.I) is not None
 
 
 def keyword_supported(keyword: str, abstract: str) -> bool:
