@@ -373,9 +373,8 @@ def _steps(
             moved(1, 1, cost, 1)
         elif is_variant(q, a):
             moved(1, 1, cost.add(changed=1), 0)
-        if (
-            not a.isdigit()
-        ):  # "classifi cation" for "classification", "state of art" for "stateofart"
+        # "classifi cation" for "classification", "state of art" for "stateofart"
+        if not a.isdigit():
             for n in range(2, MAX_JOINED + 1):
                 if i + n <= len(quote) and "".join(quote[i : i + n]) == a:
                     moved(n, 1, cost, n)

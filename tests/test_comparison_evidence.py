@@ -319,6 +319,14 @@ def test_what_the_abstract_asks_is_no_claim_and_a_version_is_no_quantity(stages)
     assert "what the abstract asks" in str(parsed.rejected[0].error)
 
 
+def _assert_judged(stages, abstract, statement, evidence, kept, message):
+    """The claim is kept, or rejected with `message` in its record."""
+    parsed = stages["claims"].accept(_claim(statement, evidence), abstract, keep_none=True)
+    assert bool(parsed.output["claims"]) is kept
+    if not kept:
+        assert message in str(parsed.rejected[0].error)
+
+
 @pytest.mark.parametrize(
     ("statement", "kept"),
     [
@@ -334,10 +342,7 @@ def test_a_statement_does_not_answer_what_its_evidence_asks(stages, statement, k
         "hold regardless of whether the models leak private information in training."
     )
     evidence = "report initial results on whether these models leak private information"
-    parsed = stages["claims"].accept(_claim(statement, evidence), abstract, keep_none=True)
-    assert bool(parsed.output["claims"]) is kept
-    if not kept:
-        assert "which its evidence only asks" in str(parsed.rejected[0].error)
+    _assert_judged(stages, abstract, statement, evidence, kept, "which its evidence only asks")
     # "regardless of whether" asks nothing
     said = "Results hold when the models leak private information in training."
     quoted = "Results hold regardless of whether the models leak private information in training"
@@ -362,10 +367,7 @@ def test_comparing_it_with_the_state_of_the_art_is_no_result(stages, evidence, k
         "MuJoCo. Comparing with existing approaches, our approach has the most flexibility."
     )
     said = "The approach outperforms the state-of-the-art baseline on MuJoCo."
-    parsed = stages["claims"].accept(_claim(said, evidence), abstract, keep_none=True)
-    assert bool(parsed.output["claims"]) is kept
-    if not kept:
-        assert "claim of superiority ('outperform')" in str(parsed.rejected[0].error)
+    _assert_judged(stages, abstract, said, evidence, kept, "claim of superiority ('outperform')")
 
 
 def test_half_is_no_value_of_50(stages):

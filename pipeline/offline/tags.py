@@ -292,11 +292,11 @@ class Matcher:
         out: dict[str, tuple[str, frozenset[tuple[str, ...]]]] = {}
         for tag in self.taxonomy.tags.values():
             phrases = [tuple(_TOKEN.findall(p)) for p in (tag.label, *tag.synonyms)]
+            content = [tuple(t for t in p if t.lower() not in _LINKING_WORDS) for p in phrases]
             for words in phrases:
                 if len(words) != 1 or not _is_abbrev(words[0]):
                     continue
                 letters = words[0].rstrip("s").lower()
-                content = [tuple(t for t in p if t.lower() not in _LINKING_WORDS) for p in phrases]
                 longs = frozenset(
                     tuple(t.lower() for t in other)
                     for other in content
@@ -428,7 +428,7 @@ class _Analysis:
         self.tokens = parts[1::2]
         self.gaps = parts[2::2]  # gaps[i] follows token i
         cs, ci, self.lower, families, starts, self.in_phrase, self.cue_starts = _columns(
-            list(map(matcher.rows.__getitem__, parts[1::2]))
+            list(map(matcher.rows.__getitem__, self.tokens))
         )
         self.definitions = _definitions(text)
         self.aliases = _aliases(matcher, self.definitions)
